@@ -1,0 +1,4 @@
+//! The Aerie central manager: configuration lookup, the accountant and negotiator (pure
+//! libraries), the replicated Raft core, the collector and the leader-run negotiation.
+pub mod config_val;
+pub mod daemon;

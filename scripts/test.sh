@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: installs everything the tests need on a fresh machine (Debian packages, the
+# reference libclassad venv, the reference HTCondor chroot), then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh python3-venv debootstrap
+scripts/reference.sh all
+trap 'scripts/reference.sh unmount' EXIT
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast
+else
+  cargo test --workspace --no-fail-fast
+fi
+cargo test --workspace --doc

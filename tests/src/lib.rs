@@ -1,0 +1,1 @@
+//! aerie-tests
