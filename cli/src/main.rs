@@ -1,7 +1,12 @@
 //! `cmctl`: the admin's command line for an Aerie pool.
 use clap::{Parser, Subcommand};
 
+mod client;
+mod cluster;
 mod eval;
+mod quota;
+mod userprio;
+mod whatif;
 
 #[derive(Parser)]
 #[command(name = "cmctl", version, about = "Administer an Aerie central manager")]
@@ -14,12 +19,27 @@ struct Cli {
 enum Command {
     /// Evaluate ClassAd expressions, as classad_eval does.
     Eval(eval::Args),
+    /// Show or change user priorities, as condor_userprio does (replicated through Raft).
+    Userprio(userprio::Args),
+    /// Raft membership of the central managers: status, add, remove, snapshot.
+    Cluster(cluster::Args),
+    /// Runtime group quotas and surplus flags.
+    Quota(quota::QuotaArgs),
+    /// Runtime concurrency limits.
+    Limit(quota::LimitArgs),
+    /// Run one negotiation cycle offline on condor_status/condor_q/condor_userprio dumps.
+    WhatIf(whatif::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Eval(args) => eval::run(args),
+        Command::Userprio(args) => userprio::run(args),
+        Command::Cluster(args) => cluster::run(args),
+        Command::Quota(args) => quota::run_quota(args),
+        Command::Limit(args) => quota::run_limit(args),
+        Command::WhatIf(args) => whatif::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,10 +1,238 @@
-//! `aerie-cm serve`: one central-manager node.
+//! `aerie-cm serve`: one central-manager node (Raft member, admin API, metrics).
+//!
+//! Start a new 3-node cluster by giving every node the same `--peers` list; each bootstraps
+//! the cluster from it the first time it starts with an empty data directory (all nodes
+//! propose the same initial membership, which openraft accepts exactly once). A node started
+//! with `--join` does not bootstrap: it waits to be added with `cmctl cluster add`.
+use crate::admin::AdminService;
+use crate::raft::config::RaftKnobs;
+use crate::raft::network::{Network, PeerHealth};
+use crate::raft::service::RaftService;
+use crate::raft::{Node, NodeId, Raft};
+use anyhow::{bail, Context};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Command-line arguments of `aerie-cm serve`.
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// This CM's Raft node id (a positive number, unique in the cluster).
+    #[arg(long)]
+    pub id: u64,
+    /// Address of this CM's gRPC listener (Raft peers and the admin API), e.g. 10.0.0.1:9618.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Address peers and clients should use to reach this CM, if not the listen address
+    /// (e.g. listening on 0.0.0.0).
+    #[arg(long)]
+    pub advertise: Option<String>,
+    /// The initial cluster: id=host:port,... including this node. Used once, to bootstrap.
+    #[arg(long, value_delimiter = ',')]
+    pub peers: Vec<String>,
+    /// Do not bootstrap: wait to be added to an existing cluster (`cmctl cluster add`).
+    #[arg(long)]
+    pub join: bool,
+    /// Where the Raft log, vote and snapshots are stored.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// An extra listener serving only the admin API.
+    #[arg(long)]
+    pub admin_listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics over HTTP at this address (/metrics).
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// How long an admin write or linearizable read waits for a quorum (ms).
+    #[arg(long, env = "AERIE_ADMIN_TIMEOUT", default_value_t = 5000)]
+    pub admin_timeout_ms: u64,
+}
 
-/// Runs the daemon until it is told to stop; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("serve is not implemented yet")
+/// Parses `id=addr,...`.
+pub fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<NodeId, Node>> {
+    let mut out = BTreeMap::new();
+    for p in peers.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
+        let Some((id, addr)) = p.split_once('=') else {
+            bail!("--peers: {p:?} is not id=host:port");
+        };
+        let id: NodeId = id
+            .trim()
+            .parse()
+            .with_context(|| format!("--peers: node id {id:?} in {p:?} is not a number"))?;
+        if id == 0 {
+            bail!("--peers: node id 0 is reserved (ids start at 1)");
+        }
+        if addr.trim().is_empty() {
+            bail!("--peers: empty address for node {id}");
+        }
+        if out
+            .insert(
+                id,
+                Node {
+                    addr: addr.trim().to_string(),
+                },
+            )
+            .is_some()
+        {
+            bail!("--peers: node id {id} appears twice");
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the daemon until SIGINT/SIGTERM; returns the process exit code.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AERIE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,aerie_cm=info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(serve(args))
+}
+
+async fn serve(args: Args) -> anyhow::Result<i32> {
+    if args.id == 0 {
+        bail!("--id must be a positive number");
+    }
+    let peers = parse_peers(&args.peers)?;
+    let advertise = args
+        .advertise
+        .clone()
+        .unwrap_or_else(|| args.listen.to_string());
+    if !peers.is_empty() && !args.join {
+        match peers.get(&args.id) {
+            None => bail!("--peers does not list this node's id {}", args.id),
+            Some(n) if n.addr != advertise => bail!(
+                "--peers gives node {} the address {}, but it listens/advertises {advertise}",
+                args.id,
+                n.addr
+            ),
+            _ => {}
+        }
+    }
+    let knobs = RaftKnobs::from_env()?;
+    let config = Arc::new(knobs.openraft_config()?);
+    if let Some(m) = args.metrics_listen {
+        crate::metrics::install(m)?;
+    }
+    let (log, sm) = crate::store::open(&args.data_dir)?;
+    let state = sm.shared();
+    let health = PeerHealth::default();
+    let network = Network {
+        health: health.clone(),
+        rpc_deadline: knobs.rpc_deadline(),
+    };
+    let raft = Raft::new(args.id, config, network, log, sm)
+        .await
+        .context("cannot start Raft")?;
+
+    let admin = AdminService {
+        id: args.id,
+        addr: advertise.clone(),
+        raft: raft.clone(),
+        state,
+        health,
+        timeout: Duration::from_millis(args.admin_timeout_ms.max(100)),
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let incoming = tonic::transport::server::TcpIncoming::from_listener(listener, true, None)
+        .map_err(|e| anyhow::anyhow!("cannot use listener {}: {e}", args.listen))?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut servers = Vec::new();
+    {
+        let mut stop = stop_rx.clone();
+        let svc = tonic::transport::Server::builder()
+            .add_service(RaftService::new(raft.clone()).into_server())
+            .add_service(admin.clone().into_server());
+        servers.push(tokio::spawn(async move {
+            svc.serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop.wait_for(|v| *v).await;
+            })
+            .await
+        }));
+    }
+    if let Some(a) = args.admin_listen.filter(|a| *a != args.listen) {
+        let mut stop = stop_rx.clone();
+        let svc = tonic::transport::Server::builder().add_service(admin.clone().into_server());
+        let l = tokio::net::TcpListener::bind(a)
+            .await
+            .with_context(|| format!("cannot listen on --admin-listen {a}"))?;
+        let incoming = tonic::transport::server::TcpIncoming::from_listener(l, true, None)
+            .map_err(|e| anyhow::anyhow!("cannot use listener {a}: {e}"))?;
+        servers.push(tokio::spawn(async move {
+            svc.serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop.wait_for(|v| *v).await;
+            })
+            .await
+        }));
+    }
+
+    // Bootstrap exactly once: only a node whose store has never held Raft state, and only
+    // from the configured peer list.
+    if !args.join && !peers.is_empty() {
+        let initialized = raft
+            .is_initialized()
+            .await
+            .map_err(|e| anyhow::anyhow!("Raft stopped: {e}"))?;
+        if !initialized {
+            match raft.initialize(peers.clone()).await {
+                Ok(()) => {
+                    tracing::info!(members = ?peers.keys().collect::<Vec<_>>(), "bootstrapped a new cluster")
+                }
+                Err(e) => tracing::warn!("bootstrap skipped: {e}"),
+            }
+        }
+    }
+
+    // Metrics from openraft's watch channel.
+    {
+        let mut rx = raft.metrics();
+        tokio::spawn(async move {
+            let mut prev = None;
+            loop {
+                {
+                    let m = rx.borrow_and_update().clone();
+                    crate::metrics::observe_raft(&m, &mut prev);
+                }
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    tracing::info!(id = args.id, listen = %args.listen, "aerie-cm serving");
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), raft.shutdown()).await;
+    for s in servers {
+        let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
+    }
+    Ok(0)
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
 }

@@ -2,3 +2,10 @@
 //! libraries), the replicated Raft core, the collector and the leader-run negotiation.
 pub mod config_val;
 pub mod daemon;
+pub mod accountant;
+pub mod negotiator;
+pub mod admin;
+pub mod metrics;
+pub mod raft;
+pub mod state;
+pub mod store;

@@ -1,1 +1,15 @@
-//! aerie-proto
+//! aerie-proto: the gRPC services between Aerie daemons, generated from `proto/*.proto` at
+//! build time (vendored protoc; no system protobuf compiler needed).
+//!
+//! One module per `.proto` file: `raft` (peer Raft RPCs between CMs), `admin` (the admin API
+//! cmctl uses). A `collector` module will follow for the ad streams.
+
+/// Peer Raft RPCs (append, vote, snapshot) between central managers.
+pub mod raft {
+    tonic::include_proto!("aerie.raft");
+}
+
+/// The admin API served by every central manager.
+pub mod admin {
+    tonic::include_proto!("aerie.admin");
+}

@@ -1,1 +1,367 @@
-//! aerie-tests
+//! aerie-tests: a harness that runs real `aerie-cm` processes on loopback.
+//!
+//! [`Cluster`] starts N CMs on random free ports with their own data directories, can kill
+//! (`SIGKILL`), stop (`SIGTERM`) and restart them, add fresh `--join` nodes, and always kills
+//! every child it started when dropped (also when a test panics). The admin helpers talk gRPC
+//! directly, with a deadline on every call.
+use aerie_proto::admin::{self as pb, admin_client::AdminClient};
+use anyhow::{anyhow, bail, Context};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tonic::transport::{Channel, Endpoint};
+
+/// Where the daemon binary is: `AERIE_CM_BIN`, else the test wrapper built by cargo.
+pub fn daemon_bin(default: &str) -> PathBuf {
+    std::env::var_os("AERIE_CM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(default))
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// One CM process and how to restart it.
+pub struct Node {
+    pub id: u64,
+    pub addr: String,
+    pub data_dir: PathBuf,
+    pub args: Vec<String>,
+    pub child: Option<Child>,
+}
+
+/// A set of CM processes; dropping it kills them all.
+pub struct Cluster {
+    pub bin: PathBuf,
+    pub dir: tempfile::TempDir,
+    pub nodes: BTreeMap<u64, Node>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Cluster {
+    /// Starts `n` CMs (ids 1..=n) that bootstrap one cluster. `env` adds knobs
+    /// (e.g. `AERIE_SNAPSHOT_LOGS`).
+    pub fn start(bin: PathBuf, n: u64, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("aerie-cluster-")
+            .tempdir()?;
+        let mut c = Cluster {
+            bin,
+            dir,
+            nodes: BTreeMap::new(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let addrs: BTreeMap<u64, String> = (1..=n)
+            .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+            .collect();
+        let peers = addrs
+            .iter()
+            .map(|(id, a)| format!("{id}={a}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        for (id, addr) in &addrs {
+            let data_dir = c.dir.path().join(format!("node{id}"));
+            let args = vec![
+                "--id".into(),
+                id.to_string(),
+                "--listen".into(),
+                addr.clone(),
+                "--peers".into(),
+                peers.clone(),
+                "--data-dir".into(),
+                data_dir.display().to_string(),
+            ];
+            c.nodes.insert(
+                *id,
+                Node {
+                    id: *id,
+                    addr: addr.clone(),
+                    data_dir,
+                    args,
+                    child: None,
+                },
+            );
+            c.spawn(*id)?;
+        }
+        Ok(c)
+    }
+
+    /// Starts a fresh node with `--join` (no bootstrap); returns its id and address.
+    pub fn spawn_joiner(&mut self, id: u64) -> anyhow::Result<String> {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let data_dir = self.dir.path().join(format!("node{id}"));
+        let args = vec![
+            "--id".into(),
+            id.to_string(),
+            "--listen".into(),
+            addr.clone(),
+            "--join".into(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+        ];
+        self.nodes.insert(
+            id,
+            Node {
+                id,
+                addr: addr.clone(),
+                data_dir,
+                args,
+                child: None,
+            },
+        );
+        self.spawn(id)?;
+        Ok(addr)
+    }
+
+    fn spawn(&mut self, id: u64) -> anyhow::Result<()> {
+        let bin = self.bin.clone();
+        let env = self.env.clone();
+        let node = self
+            .nodes
+            .get_mut(&id)
+            .ok_or_else(|| anyhow!("no node {id}"))?;
+        std::fs::create_dir_all(&node.data_dir)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(node.data_dir.with_extension("log"))?;
+        let mut cmd = Command::new(&bin);
+        cmd.args(&node.args)
+            .env("AERIE_ADMIN_TIMEOUT", "3000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().with_context(|| {
+            format!(
+                "cannot start {} (build it: cargo build -p aerie-tests)",
+                bin.display()
+            )
+        })?;
+        node.child = Some(child);
+        Ok(())
+    }
+
+    pub fn addr(&self, id: u64) -> String {
+        self.nodes
+            .get(&id)
+            .map(|n| n.addr.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn ids(&self) -> Vec<u64> {
+        self.nodes.keys().copied().collect()
+    }
+
+    /// Addresses of the nodes currently running.
+    pub fn running(&self) -> Vec<(u64, String)> {
+        self.nodes
+            .values()
+            .filter(|n| n.child.is_some())
+            .map(|n| (n.id, n.addr.clone()))
+            .collect()
+    }
+
+    /// `kill -9`.
+    pub fn kill(&mut self, id: u64) {
+        if let Some(n) = self.nodes.get_mut(&id) {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// SIGTERM and wait (up to 10 s, then SIGKILL).
+    pub fn stop(&mut self, id: u64) {
+        if let Some(n) = self.nodes.get_mut(&id) {
+            if let Some(mut c) = n.child.take() {
+                let _ = Command::new("kill")
+                    .arg("-TERM")
+                    .arg(c.id().to_string())
+                    .status();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                loop {
+                    if let Ok(Some(_)) = c.try_wait() {
+                        break;
+                    }
+                    if Instant::now() > deadline {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+
+    /// Starts a stopped node again with the same arguments and data directory.
+    pub fn restart(&mut self, id: u64) -> anyhow::Result<()> {
+        self.kill(id);
+        self.spawn(id)
+    }
+
+    /// The daemon log of a node (for failure messages).
+    pub fn log(&self, id: u64) -> String {
+        self.nodes
+            .get(&id)
+            .and_then(|n| std::fs::read_to_string(n.data_dir.with_extension("log")).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn data_dir(&self, id: u64) -> &Path {
+        &self.nodes[&id].data_dir
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.kill(id);
+        }
+    }
+}
+
+/// A client for one CM's admin API.
+pub async fn admin(addr: &str) -> anyhow::Result<AdminClient<Channel>> {
+    let ch = Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(Duration::from_secs(1))
+        .connect_lazy();
+    Ok(AdminClient::new(ch).max_decoding_message_size(256 << 20))
+}
+
+/// Submits a command (JSON) through `addr`; the CM forwards to the leader.
+pub async fn write(addr: &str, cmd: &serde_json::Value) -> anyhow::Result<pb::WriteReply> {
+    let mut c = admin(addr).await?;
+    let mut req = tonic::Request::new(pb::WriteRequest {
+        command_json: cmd.to_string(),
+        forwarded: false,
+    });
+    req.set_timeout(Duration::from_secs(10));
+    let r = tokio::time::timeout(Duration::from_secs(12), c.write(req))
+        .await
+        .map_err(|_| anyhow!("write via {addr}: no answer in 12 s"))?
+        .map_err(|s| anyhow!("write via {addr}: {}", s.message()))?;
+    Ok(r.into_inner())
+}
+
+/// Retries a write through the given CMs until it is acknowledged or `within` passes.
+pub async fn write_retry(
+    addrs: &[String],
+    cmd: &serde_json::Value,
+    within: Duration,
+) -> anyhow::Result<pb::WriteReply> {
+    let deadline = Instant::now() + within;
+    let mut last = String::new();
+    let mut i = 0usize;
+    while Instant::now() < deadline {
+        let a = &addrs[i % addrs.len()];
+        i += 1;
+        match write(a, cmd).await {
+            Ok(r) if r.ok => return Ok(r),
+            Ok(r) => bail!("refused: {}", r.error),
+            Err(e) => last = format!("{e:#}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("write not acknowledged within {within:?}: {last}")
+}
+
+/// A query through `addr`; returns the JSON result.
+pub async fn query(addr: &str, kind: &str, stale: bool) -> anyhow::Result<serde_json::Value> {
+    let mut c = admin(addr).await?;
+    let mut req = tonic::Request::new(pb::QueryRequest {
+        kind: kind.into(),
+        args_json: String::new(),
+        stale,
+        forwarded: false,
+    });
+    req.set_timeout(Duration::from_secs(10));
+    let r = tokio::time::timeout(Duration::from_secs(12), c.query(req))
+        .await
+        .map_err(|_| anyhow!("query via {addr}: no answer in 12 s"))?
+        .map_err(|s| anyhow!("query via {addr}: {}", s.message()))?;
+    Ok(serde_json::from_str(&r.into_inner().result_json)?)
+}
+
+pub async fn status(addr: &str) -> anyhow::Result<pb::StatusReply> {
+    let mut c = admin(addr).await?;
+    let mut req = tonic::Request::new(pb::StatusRequest {});
+    req.set_timeout(Duration::from_secs(2));
+    let r = tokio::time::timeout(Duration::from_secs(3), c.status(req))
+        .await
+        .map_err(|_| anyhow!("status of {addr}: no answer"))?
+        .map_err(|s| anyhow!("status of {addr}: {}", s.message()))?;
+    Ok(r.into_inner())
+}
+
+/// Waits until some running node reports itself leader (and a majority agree); returns its id.
+pub async fn wait_leader(addrs: &[(u64, String)], within: Duration) -> anyhow::Result<u64> {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut self_leader = None;
+        for (id, a) in addrs {
+            if let Ok(s) = status(a).await {
+                if let Some(l) = s.leader {
+                    *votes.entry(l.id).or_default() += 1;
+                    if l.id == *id {
+                        self_leader = Some(*id);
+                    }
+                }
+            }
+        }
+        if let Some(l) = self_leader {
+            if votes.get(&l).copied().unwrap_or(0) * 2 > addrs.len() {
+                return Ok(l);
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("no leader within {within:?} (views: {votes:?})");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `f` until it returns `Ok(Some(v))` or `within` passes.
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut f: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = Instant::now() + within;
+    let mut last = String::from("condition false");
+    loop {
+        match f().await {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            Err(e) => last = format!("{e:#}"),
+        }
+        if Instant::now() > deadline {
+            bail!("{what}: not true within {within:?} ({last})");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `SetLimit name = value`, a cheap, checkable write.
+pub fn set_limit(name: &str, v: f64) -> serde_json::Value {
+    serde_json::json!({"v": 1, "cmd": {"SetLimit": {"name": name, "limit": v}}})
+}
+
+/// The limits map of a node's state (stale or linearizable).
+pub async fn limits(addr: &str, stale: bool) -> anyhow::Result<BTreeMap<String, f64>> {
+    let v = query(addr, "policy", stale).await?;
+    Ok(serde_json::from_value(v["limits"].clone())?)
+}

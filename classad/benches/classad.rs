@@ -1,0 +1,64 @@
+//! Criterion benchmarks: parsing a 10,000-ad `condor_status -long` dump (MB/s) and symmetric
+//! matching of a typical job against a typical slot (matches/s).
+//! Run: `CARGO_TARGET_DIR=... cargo bench -p classad --bench classad`
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use std::hint::black_box;
+
+#[path = "data.rs"]
+mod data;
+
+fn parse_dump(c: &mut Criterion) {
+    let dump = data::status_dump(10_000);
+    let mut g = c.benchmark_group("parse");
+    g.throughput(Throughput::Bytes(dump.len() as u64));
+    g.sample_size(10);
+    g.bench_function("condor_status_long_10000_ads", |b| {
+        b.iter(|| {
+            let ads = classad::parse_old_ads(black_box(&dump)).expect("dump parses");
+            assert_eq!(ads.len(), 10_000);
+            ads
+        })
+    });
+    g.finish();
+}
+
+fn matching(c: &mut Criterion) {
+    let slot = classad::parse_ad(&data::slot_ad(3)).expect("slot parses");
+    let job = classad::parse_ad(&data::job_ad()).expect("job parses");
+    assert!(
+        classad::symmetric_match(&job, &slot),
+        "the typical job must match the typical slot"
+    );
+    let mut g = c.benchmark_group("match");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("symmetric_match_job_slot", |b| {
+        b.iter(|| classad::symmetric_match(black_box(&job), black_box(&slot)))
+    });
+    g.bench_function("rank_job_slot", |b| {
+        b.iter(|| classad::rank(black_box(&job), black_box(&slot)))
+    });
+    g.finish();
+
+    // Matching one job against many distinct slots (cache-realistic).
+    let slots: Vec<classad::ClassAd> = (0..1000)
+        .map(|i| classad::parse_ad(&data::slot_ad(i)).expect("slot parses"))
+        .collect();
+    let mut g = c.benchmark_group("match_many");
+    g.throughput(Throughput::Elements(slots.len() as u64));
+    g.bench_function("symmetric_match_job_x1000_slots", |b| {
+        b.iter_batched(
+            || (),
+            |_| {
+                slots
+                    .iter()
+                    .filter(|s| classad::symmetric_match(&job, s))
+                    .count()
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse_dump, matching);
+criterion_main!(benches);

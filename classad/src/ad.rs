@@ -1,0 +1,296 @@
+//! ClassAds: case-insensitive attribute name -> expression maps that keep insertion order.
+//!
+//! Lookups hash the name once (case-insensitively, no allocation) and probe a small
+//! open-addressing table of indices into the entry vector.
+use crate::expr::Expr;
+use crate::name::{ci_hash, Name};
+use crate::value::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// A ClassAd. Cloning is O(1): the attribute table is shared and copied on first write.
+#[derive(Clone, Default)]
+pub struct ClassAd {
+    attrs: Arc<Attrs>,
+    /// The lexically enclosing ad of a nested ad value (libclassad's parent scope): names not
+    /// found here are looked up there.
+    parent: Option<Arc<ClassAd>>,
+    /// Set on an ad value obtained through `ad["name"]`: libclassad cannot select attributes
+    /// from such a value (`x["c"].d` is undefined there), and we reproduce that.
+    detached: bool,
+}
+
+#[derive(Clone, Default)]
+struct Attrs {
+    entries: Vec<(Name, Arc<Expr>)>,
+    /// Open addressing table: 0 = empty, otherwise index+1 into `entries`. Length is a power of
+    /// two at least twice the number of entries (or empty when there are no entries).
+    table: Vec<u32>,
+}
+
+impl fmt::Debug for ClassAd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self)
+    }
+}
+
+impl PartialEq for ClassAd {
+    /// Same attributes (any order) with structurally identical expressions.
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self.attrs.entries.iter().all(|(n, e)| {
+                other
+                    .lookup_hashed(n.as_str(), n.hash())
+                    .is_some_and(|o| o.same_as(e))
+            })
+    }
+}
+
+impl Attrs {
+    #[inline]
+    pub(crate) fn find(&self, name: &str, hash: u64) -> Option<usize> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let mask = self.table.len() - 1;
+        let mut i = (hash as usize) & mask;
+        loop {
+            let slot = self.table[i];
+            if slot == 0 {
+                return None;
+            }
+            let idx = (slot - 1) as usize;
+            let (n, _) = &self.entries[idx];
+            if n.hash() == hash && (n.as_str() == name || n.as_str().eq_ignore_ascii_case(name)) {
+                return Some(idx);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn rebuild(&mut self) {
+        let want = (self.entries.len() * 2).next_power_of_two().max(8);
+        self.table.clear();
+        self.table.resize(want, 0);
+        let mask = want - 1;
+        for (idx, (n, _)) in self.entries.iter().enumerate() {
+            let mut i = (n.hash() as usize) & mask;
+            while self.table[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = idx as u32 + 1;
+        }
+    }
+
+    fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
+        if let Some(idx) = self.find(name.as_str(), name.hash()) {
+            // The first spelling of the name is kept, as libclassad does.
+            self.entries[idx].1 = expr;
+            return;
+        }
+        self.entries.push((name, expr));
+        if self.entries.len() * 2 > self.table.len() {
+            self.rebuild();
+        } else {
+            let mask = self.table.len() - 1;
+            let (n, _) = &self.entries[self.entries.len() - 1];
+            let mut i = (n.hash() as usize) & mask;
+            while self.table[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = self.entries.len() as u32;
+        }
+    }
+}
+
+impl ClassAd {
+    pub fn new() -> Self {
+        ClassAd::default()
+    }
+
+    pub fn with_capacity(n: usize) -> Self {
+        ClassAd {
+            attrs: Arc::new(Attrs {
+                entries: Vec::with_capacity(n),
+                table: Vec::new(),
+            }),
+            parent: None,
+            detached: false,
+        }
+    }
+
+    /// Insert or replace `name` (case-insensitive; the spelling first inserted is kept).
+    fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
+        Arc::make_mut(&mut self.attrs).insert_arc(name, expr);
+    }
+
+    #[inline]
+    fn find(&self, name: &str, hash: u64) -> Option<usize> {
+        self.attrs.find(name, hash)
+    }
+
+    /// Whether `other` shares this ad's attribute table (a cheap identity test).
+    pub fn same_attrs(&self, other: &ClassAd) -> bool {
+        Arc::ptr_eq(&self.attrs, &other.attrs)
+    }
+
+    /// The enclosing ad of a nested ad value, if any.
+    pub fn parent(&self) -> Option<&ClassAd> {
+        self.parent.as_deref()
+    }
+
+    /// This ad with `parent` as its enclosing scope.
+    pub(crate) fn with_parent(&self, parent: Option<Arc<ClassAd>>) -> ClassAd {
+        ClassAd {
+            attrs: self.attrs.clone(),
+            parent,
+            detached: false,
+        }
+    }
+
+    /// A copy marked as obtained through a subscript (see `detached`).
+    pub(crate) fn detached_copy(&self) -> ClassAd {
+        ClassAd {
+            attrs: self.attrs.clone(),
+            parent: self.parent.clone(),
+            detached: true,
+        }
+    }
+
+    pub(crate) fn is_detached(&self) -> bool {
+        self.detached
+    }
+
+    pub fn insert(&mut self, name: &str, expr: Expr) {
+        self.insert_arc(Name::new(name), Arc::new(expr));
+    }
+
+    /// Insert an already shared expression.
+    pub fn insert_shared(&mut self, name: &str, expr: Arc<Expr>) {
+        self.insert_arc(Name::new(name), expr);
+    }
+
+    pub(crate) fn insert_named(&mut self, name: Name, expr: Expr) {
+        self.insert_arc(name, Arc::new(expr));
+    }
+
+    pub fn insert_value(&mut self, name: &str, v: Value) {
+        self.insert(name, Expr::Lit(v));
+    }
+    pub fn insert_int(&mut self, name: &str, v: i64) {
+        self.insert_value(name, Value::Int(v));
+    }
+    pub fn insert_real(&mut self, name: &str, v: f64) {
+        self.insert_value(name, Value::Real(v));
+    }
+    pub fn insert_bool(&mut self, name: &str, v: bool) {
+        self.insert_value(name, Value::Bool(v));
+    }
+    pub fn insert_str(&mut self, name: &str, v: &str) {
+        self.insert_value(name, Value::str(v));
+    }
+
+    /// Parse `expr_text` and insert it.
+    pub fn insert_expr_str(
+        &mut self,
+        name: &str,
+        expr_text: &str,
+    ) -> Result<(), crate::ParseError> {
+        let e = crate::parse_expr(expr_text)?;
+        self.insert(name, e);
+        Ok(())
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<&Expr> {
+        self.lookup_hashed(name, ci_hash(name))
+    }
+
+    /// Lookup with a precomputed [`ci_hash`] of the name.
+    #[inline]
+    pub fn lookup_hashed(&self, name: &str, hash: u64) -> Option<&Expr> {
+        self.find(name, hash).map(|i| &*self.attrs.entries[i].1)
+    }
+
+    #[inline]
+    pub(crate) fn lookup_name(&self, name: &Name) -> Option<&Arc<Expr>> {
+        self.find(name.as_str(), name.hash())
+            .map(|i| &self.attrs.entries[i].1)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.lookup(name).is_some()
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Expr> {
+        let idx = self.find(name, ci_hash(name))?;
+        let attrs = Arc::make_mut(&mut self.attrs);
+        let (_, e) = attrs.entries.remove(idx);
+        attrs.rebuild();
+        Some(Arc::try_unwrap(e).unwrap_or_else(|a| (*a).clone()))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Expr)> {
+        self.attrs.entries.iter().map(|(n, e)| (n.as_str(), &**e))
+    }
+
+    pub fn len(&self) -> usize {
+        self.attrs.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.attrs.entries.is_empty()
+    }
+
+    /// Copy every attribute of `other` into this ad (replacing same-named ones).
+    pub fn update(&mut self, other: &ClassAd) {
+        for (n, e) in &other.attrs.entries {
+            self.insert_arc(n.clone(), e.clone());
+        }
+    }
+
+    /// Evaluate attribute `name` of this ad, with no target ad.
+    pub fn eval_attr(&self, name: &str) -> Value {
+        crate::eval::eval_attr(self, None, name)
+    }
+
+    /// Evaluate `e` with this ad as MY and no target.
+    pub fn eval_expr(&self, e: &Expr) -> Value {
+        crate::eval::eval_in(e, Some(self), None)
+    }
+
+    /// Evaluate attribute `name` with MY = self and TARGET = target (matchmaking context: a bare
+    /// name missing from MY is looked up in TARGET).
+    pub fn eval_attr_with(&self, name: &str, target: Option<&ClassAd>) -> Value {
+        crate::eval::eval_attr(self, target, name)
+    }
+
+    /// Evaluate `e` with MY = self and TARGET = target (matchmaking context).
+    pub fn eval_expr_with(&self, e: &Expr, target: Option<&ClassAd>) -> Value {
+        crate::eval::eval_in(e, Some(self), target)
+    }
+
+    /// Old syntax, as `condor_status -long` prints: one `Name = expr` per line.
+    pub fn to_old_syntax(&self) -> String {
+        let mut s = String::new();
+        for (n, e) in &self.attrs.entries {
+            s.push_str(n.as_str());
+            s.push_str(" = ");
+            crate::format::unparse_expr_old(&mut s, e);
+            s.push('\n');
+        }
+        s
+    }
+
+    pub(crate) fn entries(&self) -> &[(Name, Arc<Expr>)] {
+        &self.attrs.entries
+    }
+}
+
+impl fmt::Display for ClassAd {
+    /// New syntax on one line, as libclassad's ClassAdUnParser prints: `[ a = 1; b = "x" ]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        crate::format::unparse_ad(&mut s, self);
+        f.write_str(&s)
+    }
+}

@@ -1,0 +1,225 @@
+//! The parsed expression tree. Parentheses are kept (libclassad prints them as written).
+use crate::ad::ClassAd;
+use crate::builtins::Builtin;
+use crate::name::Name;
+use crate::value::Value;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Plus,
+    Minus,
+    Not,
+    BitNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Lt,
+    Le,
+    Ne,
+    Eq,
+    Ge,
+    Gt,
+    Is,
+    Isnt,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Or,
+    And,
+    BitOr,
+    BitXor,
+    BitAnd,
+    Shl,
+    Shr,
+    Ushr,
+}
+
+impl BinOp {
+    /// How libclassad prints the operator (with its surrounding spaces).
+    pub fn text(self) -> &'static str {
+        match self {
+            BinOp::Lt => " < ",
+            BinOp::Le => " <= ",
+            BinOp::Ne => " != ",
+            BinOp::Eq => " == ",
+            BinOp::Ge => " >= ",
+            BinOp::Gt => " > ",
+            BinOp::Is => " is ",
+            BinOp::Isnt => " isnt ",
+            BinOp::Add => " + ",
+            BinOp::Sub => " - ",
+            BinOp::Mul => " * ",
+            BinOp::Div => " / ",
+            BinOp::Mod => " % ",
+            BinOp::Or => " || ",
+            BinOp::And => " && ",
+            BinOp::BitOr => " | ",
+            BinOp::BitXor => " ^ ",
+            BinOp::BitAnd => " & ",
+            BinOp::Shl => " << ",
+            BinOp::Shr => " >> ",
+            BinOp::Ushr => " >>> ",
+        }
+    }
+}
+
+/// Which scope keyword a `KW.attr` reference names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeKw {
+    My,
+    Target,
+    Parent,
+}
+
+/// A call of a function by name; `func` is resolved once at parse time.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub name: Arc<str>,
+    pub func: Option<Builtin>,
+    pub args: Vec<Expr>,
+}
+
+/// An expression.
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Lit(Value),
+    /// `relTime("...")` folded at parse time: libclassad prints it as a relTime literal but
+    /// evaluates it to a real number of seconds.
+    RelTimeLit(f64),
+    /// `name`: looked up in the current ad, its enclosing ads, then (matchmaking) TARGET.
+    Attr(Name),
+    /// `.name`: looked up from the outermost ad.
+    Abs(Name),
+    /// `MY.name`, `TARGET.name`, `PARENT.name` (prefix spelling kept for unparse).
+    Scoped(ScopeKw, Name, Name),
+    /// `expr.name`.
+    Select(Box<Expr>, Name),
+    /// `expr[index]`.
+    Index(Box<Expr>, Box<Expr>),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`, or `c ?: b` when the middle is absent.
+    Cond(Box<Expr>, Option<Box<Expr>>, Box<Expr>),
+    Paren(Box<Expr>),
+    Call(Box<Call>),
+    List(Vec<Expr>),
+    Ad(Arc<ClassAd>),
+}
+
+/// Attribute names an expression refers to, split as HTCondor's autocluster code wants them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct References {
+    /// Bare names and `MY.` names (lowercased): refer to the ad that holds the expression
+    /// (a bare name may also resolve in TARGET during matchmaking).
+    pub internal: BTreeSet<String>,
+    /// `TARGET.` names (lowercased): refer to the other ad of a match.
+    pub external: BTreeSet<String>,
+}
+
+impl Expr {
+    pub fn int(i: i64) -> Expr {
+        Expr::Lit(Value::Int(i))
+    }
+    pub fn real(r: f64) -> Expr {
+        Expr::Lit(Value::Real(r))
+    }
+    pub fn string(s: &str) -> Expr {
+        Expr::Lit(Value::str(s))
+    }
+    pub fn boolean(b: bool) -> Expr {
+        Expr::Lit(Value::Bool(b))
+    }
+    pub fn attr(name: &str) -> Expr {
+        Expr::Attr(Name::new(name))
+    }
+
+    /// Structural identity (what libclassad's `SameAs` checks).
+    pub fn same_as(&self, other: &Expr) -> bool {
+        use Expr::*;
+        match (self, other) {
+            (Lit(a), Lit(b)) => a.identical(b),
+            (RelTimeLit(a), RelTimeLit(b)) => a == b,
+            (Attr(a), Attr(b)) | (Abs(a), Abs(b)) => a == b,
+            (Scoped(k1, _, a), Scoped(k2, _, b)) => k1 == k2 && a == b,
+            (Select(e1, a), Select(e2, b)) => a == b && e1.same_as(e2),
+            (Index(a1, b1), Index(a2, b2)) => a1.same_as(a2) && b1.same_as(b2),
+            (Unary(o1, a), Unary(o2, b)) => o1 == o2 && a.same_as(b),
+            (Binary(o1, a1, b1), Binary(o2, a2, b2)) => {
+                o1 == o2 && a1.same_as(a2) && b1.same_as(b2)
+            }
+            (Cond(c1, m1, e1), Cond(c2, m2, e2)) => {
+                c1.same_as(c2)
+                    && e1.same_as(e2)
+                    && match (m1, m2) {
+                        (Some(a), Some(b)) => a.same_as(b),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            }
+            (Paren(a), Paren(b)) => a.same_as(b),
+            (Call(a), Call(b)) => {
+                a.name.eq_ignore_ascii_case(&b.name)
+                    && a.args.len() == b.args.len()
+                    && a.args.iter().zip(&b.args).all(|(x, y)| x.same_as(y))
+            }
+            (List(a), List(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_as(y)),
+            (Ad(a), Ad(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// The attribute names this expression refers to (for autoclusters and index building).
+    pub fn references(&self) -> References {
+        let mut r = References::default();
+        self.collect_refs(&mut r);
+        r
+    }
+
+    fn collect_refs(&self, r: &mut References) {
+        match self {
+            Expr::Lit(_) | Expr::RelTimeLit(_) => {}
+            Expr::Attr(n) | Expr::Abs(n) => {
+                r.internal.insert(n.as_str().to_ascii_lowercase());
+            }
+            Expr::Scoped(k, _, n) => match k {
+                ScopeKw::Target => {
+                    r.external.insert(n.as_str().to_ascii_lowercase());
+                }
+                _ => {
+                    r.internal.insert(n.as_str().to_ascii_lowercase());
+                }
+            },
+            Expr::Select(e, _) => e.collect_refs(r),
+            Expr::Index(a, b) | Expr::Binary(_, a, b) => {
+                a.collect_refs(r);
+                b.collect_refs(r);
+            }
+            Expr::Unary(_, a) | Expr::Paren(a) => a.collect_refs(r),
+            Expr::Cond(c, m, e) => {
+                c.collect_refs(r);
+                if let Some(m) = m {
+                    m.collect_refs(r);
+                }
+                e.collect_refs(r);
+            }
+            Expr::Call(c) => c.args.iter().for_each(|a| a.collect_refs(r)),
+            Expr::List(l) => l.iter().for_each(|a| a.collect_refs(r)),
+            Expr::Ad(_) => {}
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    /// libclassad's ClassAdUnParser output.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        crate::format::unparse_expr(&mut s, self);
+        f.write_str(&s)
+    }
+}

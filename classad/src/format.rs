@@ -1,0 +1,538 @@
+//! Unparsing (printing) exactly as libclassad's ClassAdUnParser / PrettyPrint do, and the
+//! C-printf-style number formatting (`%1.15E`, `%.16G`, `%g`) it relies on.
+use crate::ad::ClassAd;
+use crate::expr::{Expr, UnOp};
+use crate::value::Value;
+use std::fmt::Write;
+
+/// Printing mode.
+#[derive(Clone, Copy)]
+struct Style {
+    /// Old ClassAd syntax: no string escapes except the quote, `=?=`/`=!=`, reals `%.16G`.
+    old: bool,
+    /// PrettyPrint (what the `unparse()` builtin uses): ads and lists spread over lines.
+    pretty: bool,
+}
+
+struct Printer {
+    style: Style,
+    indent: usize,
+}
+
+pub fn unparse_value(buf: &mut String, v: &Value) {
+    Printer {
+        style: Style {
+            old: false,
+            pretty: false,
+        },
+        indent: 0,
+    }
+    .value(buf, v)
+}
+
+pub fn unparse_expr(buf: &mut String, e: &Expr) {
+    Printer {
+        style: Style {
+            old: false,
+            pretty: false,
+        },
+        indent: 0,
+    }
+    .expr(buf, e)
+}
+
+/// Old-syntax right-hand side, as `condor_status -long` prints attribute values.
+pub fn unparse_expr_old(buf: &mut String, e: &Expr) {
+    Printer {
+        style: Style {
+            old: true,
+            pretty: false,
+        },
+        indent: 0,
+    }
+    .expr(buf, e)
+}
+
+/// PrettyPrint, as the `unparse()` builtin renders an attribute's expression.
+pub fn unparse_expr_pretty(buf: &mut String, e: &Expr) {
+    Printer {
+        style: Style {
+            old: false,
+            pretty: true,
+        },
+        indent: 0,
+    }
+    .expr(buf, e)
+}
+
+pub fn unparse_ad(buf: &mut String, ad: &ClassAd) {
+    Printer {
+        style: Style {
+            old: false,
+            pretty: false,
+        },
+        indent: 0,
+    }
+    .ad(buf, ad)
+}
+
+/// `"..."` with libclassad's escapes (new syntax).
+pub fn quote_string(buf: &mut String, s: &str) {
+    escape_into(buf, s, '"', false);
+}
+
+fn escape_into(buf: &mut String, s: &str, delim: char, old: bool) {
+    buf.push(delim);
+    if old {
+        for c in s.chars() {
+            if c == delim {
+                buf.push('\\');
+            }
+            buf.push(c);
+        }
+        buf.push(delim);
+        return;
+    }
+    for &b in s.as_bytes() {
+        let c = b as char;
+        if b < 0x80 && c == delim {
+            buf.push('\\');
+            buf.push(c);
+            continue;
+        }
+        match b {
+            0x07 => buf.push_str("\\a"),
+            0x08 => buf.push_str("\\b"),
+            0x0c => buf.push_str("\\f"),
+            b'\n' => buf.push_str("\\n"),
+            b'\r' => buf.push_str("\\r"),
+            b'\t' => buf.push_str("\\t"),
+            0x0b => buf.push_str("\\v"),
+            b'\\' => buf.push_str("\\\\"),
+            0x20..=0x7e => buf.push(c),
+            _ => {
+                let _ = write!(buf, "\\{:03o}", b);
+            }
+        }
+    }
+    buf.push(delim);
+}
+
+/// An attribute name, quoted with `'...'` when it is not a plain identifier or is reserved.
+pub fn unparse_name(buf: &mut String, name: &str) {
+    let mut inner = String::new();
+    escape_into(&mut inner, name, '\'', false);
+    let inner = &inner[1..inner.len() - 1];
+    let bytes = inner.as_bytes();
+    let plain = !bytes.is_empty()
+        && (bytes[0].is_ascii_alphabetic() || bytes[0] == b'_')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    let reserved = [
+        "error",
+        "false",
+        "is",
+        "isnt",
+        "parent",
+        "true",
+        "undefined",
+    ]
+    .iter()
+    .any(|r| inner.eq_ignore_ascii_case(r));
+    if plain && !reserved {
+        buf.push_str(inner);
+    } else {
+        buf.push('\'');
+        buf.push_str(inner);
+        buf.push('\'');
+    }
+}
+
+/// `%1.15E` as C prints it.
+pub fn fmt_e(x: f64, prec: usize, upper: bool) -> String {
+    let s = format!("{:.*e}", prec, x);
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    format!(
+        "{}{}{}{:02}",
+        mant,
+        if upper { 'E' } else { 'e' },
+        if exp < 0 { '-' } else { '+' },
+        exp.unsigned_abs()
+    )
+}
+
+/// `%.{prec}g` / `%.{prec}G` as C prints it (finite values).
+pub fn fmt_g(x: f64, prec: usize, upper: bool) -> String {
+    if x.is_nan() {
+        return if upper { "NAN".into() } else { "nan".into() };
+    }
+    if x.is_infinite() {
+        let s = if x < 0.0 { "-inf" } else { "inf" };
+        return if upper { s.to_uppercase() } else { s.into() };
+    }
+    let p = if prec == 0 { 1 } else { prec };
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let e = format!("{:.*e}", p - 1, x);
+    let exp: i32 = e
+        .split_once('e')
+        .map(|(_, x)| x.parse().unwrap_or(0))
+        .unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        let s = fmt_e(x, p - 1, upper);
+        let (mant, ex) = s.split_at(s.find(['e', 'E']).unwrap_or(s.len()));
+        let mant = if mant.contains('.') {
+            mant.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            mant
+        };
+        format!("{}{}", mant, ex)
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        let s = format!("{:.*}", decimals, x);
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+}
+
+/// A real as libclassad prints it in new syntax (`%1.15E`, `0.0`, `real("INF")`...).
+pub fn real_new(buf: &mut String, r: f64) {
+    if r == 0.0 {
+        buf.push_str(if r.is_sign_negative() { "-0.0" } else { "0.0" });
+    } else if r.is_nan() {
+        buf.push_str("real(\"NaN\")");
+    } else if r.is_infinite() {
+        buf.push_str(if r < 0.0 {
+            "real(\"-INF\")"
+        } else {
+            "real(\"INF\")"
+        });
+    } else {
+        buf.push_str(&fmt_e(r, 15, true));
+    }
+}
+
+fn real_old(buf: &mut String, r: f64) {
+    if r == 0.0 || r.is_nan() || r.is_infinite() {
+        return real_new(buf, r);
+    }
+    let s = fmt_g(r, 16, true);
+    buf.push_str(&s);
+    if !s.contains(['.', 'E', 'e']) {
+        buf.push_str(".0");
+    }
+}
+
+/// Days since 1970-01-01 to (year, month 1-12, day 1-31), proleptic Gregorian.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `2020-01-01T00:00:00+01:00`, as libclassad prints absolute times.
+pub fn abs_time_string(buf: &mut String, secs: i64, offset: i32) {
+    let t = secs.saturating_add(offset as i64);
+    let days = t.div_euclid(86_400);
+    let rem = t.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let _ = write!(
+        buf,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        y,
+        m,
+        d,
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    );
+    let (sign, tz) = if offset > 0 {
+        ('+', offset)
+    } else {
+        ('-', -offset)
+    };
+    let _ = write!(buf, "{}{:02}:{:02}", sign, tz / 3600, (tz / 60) % 60);
+}
+
+fn g_pad2(x: f64) -> String {
+    let s = fmt_g(x, 6, false);
+    if s.len() < 2 {
+        format!("0{}", s)
+    } else {
+        s
+    }
+}
+
+/// `[-][D+]HH:MM:SS` with libclassad's dropping of leading zero fields.
+pub fn rel_time_string(buf: &mut String, rsecs: f64) {
+    let mut r = rsecs;
+    if r < 0.0 {
+        buf.push('-');
+        r = -r;
+    }
+    let frac = r - r.floor();
+    let total = r as i64 as i32 as i64; // C: (int) rsecs
+    let hrs = total % 86_400;
+    let mins = hrs % 3600;
+    let secs = (mins % 60) as f64 + frac;
+    let days = total / 86_400;
+    let hrs = hrs / 3600;
+    let mins = mins / 60;
+    if days != 0 {
+        if frac == 0.0 {
+            let _ = write!(buf, "{}+{:02}:{:02}:{:02}", days, hrs, mins, secs as i64);
+        } else {
+            let _ = write!(buf, "{}+{:02}:{:02}:{}", days, hrs, mins, g_pad2(secs));
+        }
+    } else if hrs != 0 {
+        if frac == 0.0 {
+            let _ = write!(buf, "{:02}:{:02}:{:02}", hrs, mins, secs as i64);
+        } else {
+            let _ = write!(buf, "{:02}:{:02}:{}", hrs, mins, g_pad2(secs));
+        }
+    } else if mins != 0 {
+        if frac == 0.0 {
+            let _ = write!(buf, "{:02}:{:02}", mins, secs as i64);
+        } else {
+            let _ = write!(buf, "{:02}:{}", mins, g_pad2(secs));
+        }
+    } else if frac == 0.0 {
+        let _ = write!(buf, "{:02}", secs as i64);
+    } else {
+        buf.push_str(&g_pad2(secs));
+    }
+}
+
+impl Printer {
+    fn string(&self, buf: &mut String, s: &str) {
+        escape_into(buf, s, '"', self.style.old);
+    }
+
+    fn real(&self, buf: &mut String, r: f64) {
+        if self.style.old {
+            real_old(buf, r)
+        } else {
+            real_new(buf, r)
+        }
+    }
+
+    fn value(&mut self, buf: &mut String, v: &Value) {
+        match v {
+            Value::Undefined => buf.push_str("undefined"),
+            Value::Error => buf.push_str("error"),
+            Value::Bool(b) => buf.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => {
+                let _ = write!(buf, "{}", i);
+            }
+            Value::Real(r) => self.real(buf, *r),
+            Value::Str(s) => self.string(buf, s),
+            Value::AbsTime { secs, offset_secs } => {
+                buf.push_str("absTime(\"");
+                abs_time_string(buf, *secs, *offset_secs);
+                buf.push_str("\")");
+            }
+            Value::RelTime(r) => {
+                buf.push_str("relTime(\"");
+                rel_time_string(buf, *r);
+                buf.push_str("\")");
+            }
+            Value::List(l) => {
+                self.list_open(buf);
+                for (i, x) in l.iter().enumerate() {
+                    self.list_item(buf);
+                    self.value(buf, x);
+                    if i + 1 != l.len() {
+                        buf.push(',');
+                    }
+                }
+                self.list_close(buf);
+            }
+            Value::Ad(ad) => self.ad(buf, ad),
+        }
+    }
+
+    fn list_open(&mut self, buf: &mut String) {
+        if self.style.pretty {
+            self.indent += 3;
+            buf.push('\n');
+            buf.extend(std::iter::repeat_n(' ', self.indent));
+            buf.push('{');
+            self.indent += 3;
+        } else {
+            buf.push_str("{ ");
+        }
+    }
+    fn list_item(&mut self, buf: &mut String) {
+        if self.style.pretty {
+            buf.push('\n');
+            buf.extend(std::iter::repeat_n(' ', self.indent));
+        }
+    }
+    fn list_close(&mut self, buf: &mut String) {
+        if self.style.pretty {
+            self.indent -= 3;
+            buf.push('\n');
+            buf.extend(std::iter::repeat_n(' ', self.indent));
+            buf.push('}');
+            self.indent -= 3;
+        } else {
+            buf.push_str(" }");
+        }
+    }
+
+    fn ad(&mut self, buf: &mut String, ad: &ClassAd) {
+        // libclassad keeps attributes sorted by name length, then case-insensitively, and prints
+        // them in that order.
+        let mut entries: Vec<&(crate::name::Name, std::sync::Arc<Expr>)> =
+            ad.entries().iter().collect();
+        entries.sort_by(|a, b| {
+            let (x, y) = (a.0.as_str(), b.0.as_str());
+            x.len()
+                .cmp(&y.len())
+                .then_with(|| crate::eval::ops::strcasecmp(x, y))
+        });
+        if self.style.pretty {
+            self.indent += 4;
+            buf.push('\n');
+            buf.extend(std::iter::repeat_n(' ', self.indent));
+            buf.push('[');
+            self.indent += 4;
+        } else {
+            buf.push_str("[ ");
+        }
+        for (i, (n, e)) in entries.iter().enumerate() {
+            if self.style.pretty {
+                buf.push('\n');
+                buf.extend(std::iter::repeat_n(' ', self.indent));
+            }
+            unparse_name(buf, n.as_str());
+            buf.push_str(" = ");
+            self.expr(buf, e);
+            if i + 1 != entries.len() {
+                buf.push_str("; ");
+            }
+        }
+        if self.style.pretty {
+            self.indent -= 4;
+            buf.push('\n');
+            buf.extend(std::iter::repeat_n(' ', self.indent));
+            buf.push(']');
+            self.indent -= 4;
+        } else {
+            buf.push_str(" ]");
+        }
+    }
+
+    fn expr(&mut self, buf: &mut String, e: &Expr) {
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.expr_inner(buf, e))
+    }
+
+    fn expr_inner(&mut self, buf: &mut String, e: &Expr) {
+        match e {
+            Expr::Lit(v) => self.value(buf, v),
+            Expr::RelTimeLit(r) => {
+                buf.push_str("relTime(\"");
+                rel_time_string(buf, *r);
+                buf.push_str("\")");
+            }
+            Expr::Attr(n) => unparse_name(buf, n.as_str()),
+            Expr::Abs(n) => {
+                buf.push('.');
+                unparse_name(buf, n.as_str());
+            }
+            Expr::Scoped(_, prefix, n) => {
+                unparse_name(buf, prefix.as_str());
+                buf.push('.');
+                buf.push_str(n.as_str());
+            }
+            Expr::Select(base, n) => {
+                self.expr(buf, base);
+                buf.push('.');
+                buf.push_str(n.as_str());
+            }
+            Expr::Index(a, b) => {
+                self.expr(buf, a);
+                buf.push('[');
+                self.expr(buf, b);
+                buf.push(']');
+            }
+            Expr::Unary(op, a) => {
+                buf.push_str(match op {
+                    UnOp::Plus => " +",
+                    UnOp::Minus => " -",
+                    UnOp::Not => " !",
+                    UnOp::BitNot => " ~",
+                });
+                self.expr(buf, a);
+            }
+            Expr::Binary(op, a, b) => {
+                self.expr(buf, a);
+                if self.style.old && *op == crate::expr::BinOp::Is {
+                    buf.push_str(" =?= ");
+                } else if self.style.old && *op == crate::expr::BinOp::Isnt {
+                    buf.push_str(" =!= ");
+                } else {
+                    buf.push_str(op.text());
+                }
+                self.expr(buf, b);
+            }
+            Expr::Cond(c, m, x) => {
+                self.expr(buf, c);
+                match m {
+                    Some(m) => {
+                        buf.push_str(" ? ");
+                        self.expr(buf, m);
+                        buf.push_str(" : ");
+                    }
+                    None => buf.push_str(" ?: "),
+                }
+                self.expr(buf, x);
+            }
+            Expr::Paren(a) => {
+                buf.push('(');
+                self.expr(buf, a);
+                buf.push(')');
+            }
+            Expr::Call(c) => {
+                buf.push_str(&c.name);
+                buf.push('(');
+                for (i, a) in c.args.iter().enumerate() {
+                    self.expr(buf, a);
+                    if i + 1 != c.args.len() {
+                        buf.push(',');
+                    }
+                }
+                buf.push(')');
+            }
+            Expr::List(l) => {
+                self.list_open(buf);
+                for (i, x) in l.iter().enumerate() {
+                    self.list_item(buf);
+                    self.expr(buf, x);
+                    if i + 1 != l.len() {
+                        buf.push(',');
+                    }
+                }
+                self.list_close(buf);
+            }
+            Expr::Ad(ad) => self.ad(buf, ad),
+        }
+    }
+}

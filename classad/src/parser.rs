@@ -1,0 +1,531 @@
+//! Recursive-descent parser with libclassad's grammar and precedence (lowest first):
+//! `?:`, `||`, `&&`, `|`, `^`, `&`, `== != =?= =!= is isnt`, `< <= > >=`, `<< >> >>>`, `+ -`,
+//! `* / %`, unary `+ - ! ~`, postfix `.name` and `[i]`, primary. Nesting deeper than
+//! [`MAX_DEPTH`] is a parse error (never a stack overflow).
+use crate::ad::ClassAd;
+use crate::builtins::Builtin;
+use crate::error::ParseError;
+use crate::expr::{BinOp, Call, Expr, ScopeKw, UnOp};
+use crate::lexer::{Lexer, Spanned, Tok};
+use crate::name::Name;
+use crate::value::Value;
+use std::sync::Arc;
+
+/// Maximum nesting of expressions (the reference also stops at 1000).
+pub const MAX_DEPTH: usize = 1000;
+
+pub struct Parser<'a> {
+    lex: Lexer<'a>,
+    tok: Spanned,
+    depth: usize,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(text: &'a str, old_strings: bool) -> Result<Self, ParseError> {
+        let mut lex = Lexer::new(text, old_strings);
+        let tok = lex.next_token()?;
+        Ok(Parser { lex, tok, depth: 0 })
+    }
+
+    /// Start at a given position (for old-syntax lines inside a bigger text).
+    pub fn new_at(
+        text: &'a str,
+        old_strings: bool,
+        line: u32,
+        col: u32,
+    ) -> Result<Self, ParseError> {
+        let mut lex = Lexer::new(text, old_strings);
+        lex.set_position(line, col);
+        let tok = lex.next_token()?;
+        Ok(Parser { lex, tok, depth: 0 })
+    }
+
+    fn advance(&mut self) -> Result<Spanned, ParseError> {
+        let next = self.lex.next_token()?;
+        Ok(std::mem::replace(&mut self.tok, next))
+    }
+
+    fn expected(&self, what: &str) -> ParseError {
+        ParseError::new(
+            self.tok.line,
+            self.tok.col,
+            format!("expected {}, found {}", what, self.tok.tok.describe()),
+        )
+    }
+
+    fn expect(&mut self, t: Tok, what: &str) -> Result<(), ParseError> {
+        if self.tok.tok == t {
+            self.advance()?;
+            Ok(())
+        } else {
+            Err(self.expected(what))
+        }
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.tok.tok == Tok::End
+    }
+
+    pub fn finish(&self) -> Result<(), ParseError> {
+        if self.at_end() {
+            Ok(())
+        } else {
+            Err(self.expected("end of input"))
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(ParseError::new(
+                self.tok.line,
+                self.tok.col,
+                format!(
+                    "expected an expression nested at most {} deep, found deeper nesting",
+                    MAX_DEPTH
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn expression(&mut self) -> Result<Expr, ParseError> {
+        self.enter()?;
+        // Grow the stack on demand (checked every few levels): nesting up to MAX_DEPTH must
+        // parse on any thread, including 2 MiB test threads.
+        let r = stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.ternary());
+        self.depth -= 1;
+        r
+    }
+
+    fn ternary(&mut self) -> Result<Expr, ParseError> {
+        let cond = self.binary(0)?;
+        if self.tok.tok != Tok::Question {
+            return Ok(cond);
+        }
+        self.advance()?;
+        let middle = if self.tok.tok == Tok::Colon {
+            self.advance()?;
+            None
+        } else {
+            let m = self.expression()?;
+            self.expect(Tok::Colon, "':' of the conditional expression")?;
+            Some(Box::new(m))
+        };
+        let other = self.expression()?;
+        Ok(Expr::Cond(Box::new(cond), middle, Box::new(other)))
+    }
+
+    /// The binary operator at the current token and its precedence level (0 = `||`, 9 = `*`).
+    fn binop(&self) -> Option<(BinOp, usize)> {
+        let r = match self.tok.tok {
+            Tok::OrOr => (BinOp::Or, 0),
+            Tok::AndAnd => (BinOp::And, 1),
+            Tok::Or => (BinOp::BitOr, 2),
+            Tok::Caret => (BinOp::BitXor, 3),
+            Tok::And => (BinOp::BitAnd, 4),
+            Tok::Eq => (BinOp::Eq, 5),
+            Tok::Ne => (BinOp::Ne, 5),
+            Tok::MetaEq | Tok::Is => (BinOp::Is, 5),
+            Tok::MetaNe | Tok::Isnt => (BinOp::Isnt, 5),
+            Tok::Lt => (BinOp::Lt, 6),
+            Tok::Le => (BinOp::Le, 6),
+            Tok::Gt => (BinOp::Gt, 6),
+            Tok::Ge => (BinOp::Ge, 6),
+            Tok::Shl => (BinOp::Shl, 7),
+            Tok::Shr => (BinOp::Shr, 7),
+            Tok::Ushr => (BinOp::Ushr, 7),
+            Tok::Plus => (BinOp::Add, 8),
+            Tok::Minus => (BinOp::Sub, 8),
+            Tok::Star => (BinOp::Mul, 9),
+            Tok::Slash => (BinOp::Div, 9),
+            Tok::Percent => (BinOp::Mod, 9),
+            _ => return None,
+        };
+        Some(r)
+    }
+
+    /// Precedence climbing: all binary operators are left-associative.
+    fn binary(&mut self, min: usize) -> Result<Expr, ParseError> {
+        let mut left = self.unary()?;
+        // Each operator applied deepens the (left-leaning) tree: count it, so that no tree is
+        // deeper than MAX_DEPTH and evaluating, printing or dropping it cannot overflow.
+        let saved = self.depth;
+        while let Some((op, level)) = self.binop() {
+            if level < min {
+                break;
+            }
+            self.advance()?;
+            if let Err(e) = self.enter() {
+                self.depth = saved;
+                return Err(e);
+            }
+            let right = self.binary(level + 1);
+            left = Expr::Binary(
+                op,
+                Box::new(left),
+                Box::new(match right {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.depth = saved;
+                        return Err(e);
+                    }
+                }),
+            );
+        }
+        self.depth = saved;
+        Ok(left)
+    }
+
+    fn unary(&mut self) -> Result<Expr, ParseError> {
+        let op = match self.tok.tok {
+            Tok::Minus => UnOp::Minus,
+            Tok::Plus => UnOp::Plus,
+            Tok::Tilde => UnOp::BitNot,
+            Tok::Not => UnOp::Not,
+            _ => return self.postfix(),
+        };
+        self.advance()?;
+        self.enter()?;
+        let e = stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || self.unary());
+        self.depth -= 1;
+        Ok(Expr::Unary(op, Box::new(e?)))
+    }
+
+    fn ident_name(&mut self, what: &str) -> Result<String, ParseError> {
+        match &self.tok.tok {
+            Tok::Ident(s) | Tok::QIdent(s) => {
+                let s = s.clone();
+                self.advance()?;
+                Ok(s)
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    fn postfix(&mut self) -> Result<Expr, ParseError> {
+        let saved = self.depth;
+        let r = self.postfix_chain();
+        self.depth = saved;
+        r
+    }
+
+    /// `e.name` and `e[i]` chains; each link deepens the tree and counts toward MAX_DEPTH.
+    fn postfix_chain(&mut self) -> Result<Expr, ParseError> {
+        let mut e = self.primary()?;
+        loop {
+            if matches!(self.tok.tok, Tok::LBox | Tok::Dot) {
+                self.enter()?;
+            }
+            match self.tok.tok {
+                Tok::LBox => {
+                    self.advance()?;
+                    let idx = self.expression()?;
+                    self.expect(Tok::RBox, "']' closing the subscript")?;
+                    e = Expr::Index(Box::new(e), Box::new(idx));
+                }
+                Tok::Dot => {
+                    self.advance()?;
+                    // libclassad's lexer folds `..` into one selection.
+                    while self.tok.tok == Tok::Dot {
+                        self.advance()?;
+                    }
+                    let name = self.ident_name("an attribute name after '.'")?;
+                    e = match e {
+                        Expr::Attr(prefix) => {
+                            let kw = if prefix.is("my") {
+                                Some(ScopeKw::My)
+                            } else if prefix.is("target") {
+                                Some(ScopeKw::Target)
+                            } else if prefix.is("parent") {
+                                Some(ScopeKw::Parent)
+                            } else {
+                                None
+                            };
+                            match kw {
+                                Some(k) => Expr::Scoped(k, prefix, Name::new(&name)),
+                                None => {
+                                    Expr::Select(Box::new(Expr::Attr(prefix)), Name::new(&name))
+                                }
+                            }
+                        }
+                        other => Expr::Select(Box::new(other), Name::new(&name)),
+                    };
+                }
+                _ => return Ok(e),
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, ParseError> {
+        let t = self.tok.tok.clone();
+        match t {
+            Tok::Ident(s) | Tok::QIdent(s) => {
+                self.advance()?;
+                if self.tok.tok == Tok::LParen && !s.is_empty() {
+                    let (line, col) = (self.tok.line, self.tok.col);
+                    let args = self.arguments()?;
+                    return make_call(&s, args).ok_or_else(|| {
+                        ParseError::new(
+                            line,
+                            col,
+                            format!("expected a valid time string as the argument of {}()", s),
+                        )
+                    });
+                }
+                Ok(Expr::Attr(Name::new(&s)))
+            }
+            Tok::Dot => {
+                self.advance()?;
+                let name = self.ident_name("an attribute name after '.'")?;
+                Ok(Expr::Abs(Name::new(&name)))
+            }
+            Tok::LParen => {
+                self.advance()?;
+                let e = self.expression()?;
+                self.expect(Tok::RParen, "')'")?;
+                Ok(Expr::Paren(Box::new(e)))
+            }
+            Tok::LBox => {
+                self.enter()?;
+                let ad = self.classad();
+                self.depth -= 1;
+                Ok(Expr::Ad(Arc::new(ad?)))
+            }
+            Tok::LBrace => {
+                self.enter()?;
+                let l = self.list();
+                self.depth -= 1;
+                l
+            }
+            Tok::Undefined => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::Undefined))
+            }
+            Tok::Error => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::Error))
+            }
+            Tok::True => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::Bool(true)))
+            }
+            Tok::False => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::Bool(false)))
+            }
+            Tok::Int(i) => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::Int(i)))
+            }
+            Tok::Real(r) => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::Real(r)))
+            }
+            Tok::Str(s) => {
+                self.advance()?;
+                Ok(Expr::Lit(Value::str(&s)))
+            }
+            _ => Err(self.expected("an expression")),
+        }
+    }
+
+    fn arguments(&mut self) -> Result<Vec<Expr>, ParseError> {
+        self.expect(Tok::LParen, "'('")?;
+        let mut args = Vec::new();
+        if self.tok.tok != Tok::RParen {
+            loop {
+                args.push(self.expression()?);
+                match self.tok.tok {
+                    Tok::Comma | Tok::Semi => {
+                        self.advance()?;
+                    }
+                    Tok::RParen => break,
+                    _ => return Err(self.expected("',' or ')' in the argument list")),
+                }
+            }
+        }
+        self.advance()?;
+        Ok(args)
+    }
+
+    fn list(&mut self) -> Result<Expr, ParseError> {
+        self.expect(Tok::LBrace, "'{'")?;
+        let mut items = Vec::new();
+        if self.tok.tok != Tok::RBrace {
+            loop {
+                items.push(self.expression()?);
+                match self.tok.tok {
+                    Tok::Comma => {
+                        self.advance()?;
+                    }
+                    Tok::RBrace => break,
+                    _ => return Err(self.expected("',' or '}' in the list")),
+                }
+            }
+        }
+        self.advance()?;
+        Ok(Expr::List(items))
+    }
+
+    /// `[ name = expr; ... ]`
+    pub fn classad(&mut self) -> Result<ClassAd, ParseError> {
+        self.expect(Tok::LBox, "'[' to start a ClassAd")?;
+        let mut ad = ClassAd::new();
+        while self.tok.tok != Tok::RBox {
+            if self.tok.tok == Tok::Semi {
+                self.advance()?;
+                continue;
+            }
+            let name = self.ident_name("an attribute name or ']' in the ClassAd")?;
+            self.expect(Tok::Assign, "'=' after the attribute name")?;
+            let e = self.expression()?;
+            ad.insert_named(Name::new(&name), e);
+            match self.tok.tok {
+                Tok::Semi | Tok::RBox => {}
+                _ => return Err(self.expected("';' or ']' in the ClassAd")),
+            }
+        }
+        self.advance()?;
+        Ok(ad)
+    }
+}
+
+/// Build a call node; `absTime("...")`/`relTime("...")` of a string literal become time
+/// literals at parse time, as libclassad does.
+fn make_call(name: &str, args: Vec<Expr>) -> Option<Expr> {
+    if args.len() == 1
+        && (name.eq_ignore_ascii_case("abstime") || name.eq_ignore_ascii_case("reltime"))
+    {
+        if let Expr::Lit(Value::Str(s)) = &args[0] {
+            return if name.eq_ignore_ascii_case("abstime") {
+                crate::builtins::time::make_abs_time(s).map(Expr::Lit)
+            } else {
+                crate::builtins::time::make_rel_time(s).map(Expr::RelTimeLit)
+            };
+        }
+    }
+    Some(Expr::Call(Box::new(Call {
+        name: Arc::from(name),
+        func: Builtin::lookup(name),
+        args,
+    })))
+}
+
+pub fn parse_expr(text: &str) -> Result<Expr, ParseError> {
+    let mut p = Parser::new(text, false)?;
+    let e = p.expression()?;
+    p.finish()?;
+    Ok(e)
+}
+
+/// A new-syntax ad `[ ... ]`.
+pub fn parse_new_ad(text: &str) -> Result<ClassAd, ParseError> {
+    let mut p = Parser::new(text, false)?;
+    let ad = p.classad()?;
+    p.finish()?;
+    Ok(ad)
+}
+
+/// Parse one old-syntax line `Name = expr` (line/column for errors). The name is everything
+/// before the first `=`, trimmed, as libclassad's long-form reader takes it.
+fn parse_old_line(ad: &mut ClassAd, line: &str, lineno: u32) -> Result<(), ParseError> {
+    let Some(eq) = line.find('=') else {
+        let col = line.len() - line.trim_start().len() + 1;
+        return Err(ParseError::new(
+            lineno,
+            col as u32,
+            "expected 'Name = expression', found no '='",
+        ));
+    };
+    let name = line[..eq].trim();
+    if name.is_empty() {
+        let lead = line.len() - line.trim_start().len();
+        return Err(ParseError::new(
+            lineno,
+            lead as u32 + 1,
+            "expected an attribute name before '='",
+        ));
+    }
+    let rhs = &line[eq + 1..];
+    let col = line[..eq + 1].chars().count() as u32 + 1;
+    let mut p = Parser::new_at(rhs, true, lineno, col)?;
+    let e = p.expression()?;
+    p.finish()?;
+    ad.insert_named(Name::new(name), e);
+    Ok(())
+}
+
+/// Lines of `text` with their 1-based numbers, without `\r`.
+fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, raw)| (i as u32 + 1, raw.strip_suffix('\r').unwrap_or(raw)))
+}
+
+/// Old-syntax ads separated by blank lines, read as libclassad does: a line that does not
+/// parse ends its ad (the rest up to the next blank line is ignored). Never fails; use
+/// [`parse_old_ads_strict`] to report the first bad line.
+pub fn parse_old_ads(text: &str) -> Result<Vec<ClassAd>, ParseError> {
+    let mut ads = Vec::new();
+    let mut cur = ClassAd::new();
+    let mut any = false;
+    let mut broken = false;
+    for (lineno, line) in numbered_lines(text) {
+        let t = line.trim();
+        if t.is_empty() {
+            if any {
+                ads.push(std::mem::take(&mut cur));
+            }
+            any = false;
+            broken = false;
+            continue;
+        }
+        if t.starts_with('#') || broken {
+            continue;
+        }
+        match parse_old_line(&mut cur, line, lineno) {
+            Ok(()) => any = true,
+            Err(_) => broken = true,
+        }
+    }
+    if any {
+        ads.push(cur);
+    }
+    Ok(ads)
+}
+
+/// Like [`parse_old_ads`] but every line must parse: the first bad line is the error.
+pub fn parse_old_ads_strict(text: &str) -> Result<Vec<ClassAd>, ParseError> {
+    let mut ads = Vec::new();
+    let mut cur = ClassAd::new();
+    let mut any = false;
+    for (lineno, line) in numbered_lines(text) {
+        let t = line.trim();
+        if t.is_empty() {
+            if any {
+                ads.push(std::mem::take(&mut cur));
+                any = false;
+            }
+            continue;
+        }
+        if t.starts_with('#') {
+            continue;
+        }
+        parse_old_line(&mut cur, line, lineno)?;
+        any = true;
+    }
+    if any {
+        ads.push(cur);
+    }
+    Ok(ads)
+}
+
+/// One old-syntax ad: all blank-line separated parts merged (libclassad's parseOne).
+pub fn parse_old_ad(text: &str) -> Result<ClassAd, ParseError> {
+    let mut ad = ClassAd::new();
+    for part in parse_old_ads(text)? {
+        ad.update(&part);
+    }
+    Ok(ad)
+}

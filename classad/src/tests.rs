@@ -1,0 +1,300 @@
+//! Unit tests of the public surface: parse errors with positions, operator corners, scoping,
+//! unparse round trips, matching, and robustness against deep or hostile input.
+use crate::*;
+
+fn ev(text: &str) -> Value {
+    eval(&parse_expr(text).unwrap_or_else(|e| panic!("{text}: {e}")))
+}
+
+fn ev_in(ad: &str, text: &str) -> Value {
+    let ad = parse_ad(ad).expect("ad parses");
+    ad.eval_expr(&parse_expr(text).expect("expr parses"))
+}
+
+#[test]
+fn deep_nesting_is_an_error_or_a_value_never_a_crash() {
+    // Run in a thread with a 2 MiB stack (the default for test threads) on purpose.
+    let h = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            for n in [10usize, 500, 990, 1000, 5000, 100_000] {
+                let parens = format!("{}1{}", "(".repeat(n), ")".repeat(n));
+                let _ = parse_expr(&parens).map(|e| (eval(&e), e.to_string()));
+                let neg = format!("{}1", "-".repeat(n));
+                let _ = parse_expr(&neg).map(|e| eval(&e));
+                let chain = vec!["1"; n].join(" + ");
+                let _ = parse_expr(&chain).map(|e| (eval(&e), e.to_string()));
+                let lists = format!("{}1{}", "{".repeat(n), "}".repeat(n));
+                let _ = parse_expr(&lists).map(|e| eval(&e));
+                let ads = format!("{}{}", "[a=".repeat(n), "]".repeat(n));
+                let _ = parse_expr(&ads);
+                let calls = format!("{}1{}", "int(".repeat(n), ")".repeat(n));
+                let _ = parse_expr(&calls).map(|e| eval(&e));
+            }
+            // attribute chains and cycles
+            let mut ad = ClassAd::new();
+            for i in 0..5000 {
+                ad.insert(
+                    &format!("a{i}"),
+                    parse_expr(&format!("a{} + 1", i + 1)).expect("parses"),
+                );
+            }
+            assert_eq!(ad.eval_attr("a0"), Value::Error);
+            let cyc = parse_ad("[a = a + 1; b = c; c = b; d = {d}]").expect("parses");
+            assert_eq!(cyc.eval_attr("a"), Value::Error);
+            assert_eq!(cyc.eval_attr("b"), Value::Error);
+        })
+        .expect("spawn");
+    h.join().expect("no stack overflow or panic");
+}
+
+#[test]
+fn nesting_limit_is_reported_with_position() {
+    let e = parse_expr(&format!("{}1{}", "(".repeat(1500), ")".repeat(1500))).unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(e.message.contains("nested"), "{e}");
+    assert!(parse_expr(&format!("{}1{}", "(".repeat(900), ")".repeat(900))).is_ok());
+}
+
+#[test]
+fn parse_errors_name_line_column_and_expectation() {
+    let e = parse_expr("(1 + 2").unwrap_err();
+    assert_eq!((e.line, e.column), (1, 7));
+    assert!(
+        e.to_string().starts_with("line 1, column 7: expected ')'"),
+        "{e}"
+    );
+    let e = parse_expr("a +\n  * 3").unwrap_err();
+    assert_eq!((e.line, e.column), (2, 3));
+    let e = parse_expr("f(1,)").unwrap_err();
+    assert_eq!((e.line, e.column), (1, 5));
+    let e = parse_expr("\"unterminated").unwrap_err();
+    assert!(e.message.contains("closing \""), "{e}");
+    let e = parse_expr("010").unwrap_err();
+    assert!(e.message.contains("octal"), "{e}");
+    let e = parse_ad("[ a = 1; b = ]").unwrap_err();
+    assert_eq!((e.line, e.column), (1, 14));
+    let e = parse_old_ads_strict("A = 1\nB = (2\n").unwrap_err();
+    assert_eq!(e.line, 2);
+    // The lenient reader (what libclassad does) stops the ad at the bad line.
+    let ads = parse_old_ads("A = 1\nB = (2\nC = 3\n\nD = 4\n").expect("lenient");
+    assert_eq!(ads.len(), 2);
+    assert_eq!(ads[0].len(), 1);
+    assert_eq!(ads[1].eval_attr("d"), Value::Int(4));
+}
+
+#[test]
+fn arithmetic_corners_follow_the_reference() {
+    assert_eq!(ev("1 + 2 * 3 - 4 / 5 % 6"), Value::Int(7));
+    assert_eq!(ev("-5 / 3"), Value::Int(-1));
+    assert_eq!(ev("-5 % 3"), Value::Int(-2));
+    assert_eq!(ev("1 / 0"), Value::Error);
+    assert_eq!(ev("1 % 0"), Value::Error);
+    assert_eq!(ev("1.0 / 0"), Value::Error);
+    assert_eq!(ev("5.5 % 2"), Value::Error);
+    assert_eq!(ev("9223372036854775807 + 1"), Value::Int(i64::MIN));
+    assert_eq!(ev("(-9223372036854775807 - 1) / -1"), Value::Int(i64::MAX));
+    assert_eq!(ev("true + 1"), Value::Int(2));
+    assert_eq!(ev("true * 2.5"), Value::Real(2.5));
+    assert_eq!(ev("-true"), Value::Error);
+    assert_eq!(ev("1e308 * 10"), Value::Error);
+    assert!(matches!(ev("0.0 / 0"), Value::Real(r) if r.is_nan()));
+    assert_eq!(ev("1 << 65"), Value::Int(2));
+    assert_eq!(ev("-8 >> 1"), Value::Int(-4));
+    assert_eq!(ev("-8 >>> 1"), Value::Int(9223372036854775804));
+    assert_eq!(ev("1 & true"), Value::Error);
+    assert_eq!(ev("~5"), Value::Int(-6));
+    assert_eq!(ev("\"a\" * 2"), Value::Error);
+}
+
+#[test]
+fn three_valued_logic_and_comparisons() {
+    assert_eq!(ev("false && error"), Value::Bool(false));
+    assert_eq!(ev("error && false"), Value::Error);
+    assert_eq!(ev("undefined || true"), Value::Bool(true));
+    assert_eq!(ev("undefined && true"), Value::Undefined);
+    assert_eq!(ev("undefined && false"), Value::Bool(false));
+    assert_eq!(ev("true && 5"), Value::Bool(true));
+    assert_eq!(ev("true && \"a\""), Value::Error);
+    assert_eq!(ev("!undefined"), Value::Undefined);
+    assert_eq!(ev("undefined == undefined"), Value::Undefined);
+    assert_eq!(ev("undefined =?= undefined"), Value::Bool(true));
+    assert_eq!(ev("1 =?= 1.0"), Value::Bool(false));
+    assert_eq!(ev("1 == 1.0"), Value::Bool(true));
+    assert_eq!(ev("\"abc\" == \"ABC\""), Value::Bool(true));
+    assert_eq!(ev("\"abc\" =?= \"ABC\""), Value::Bool(false));
+    assert_eq!(ev("\"a\" < \"B\""), Value::Bool(true));
+    assert_eq!(ev("1 < \"a\""), Value::Error);
+    assert_eq!(ev("true == 1"), Value::Bool(true));
+    assert_eq!(ev("{1} == {1}"), Value::Error);
+    assert_eq!(ev("undefined ? 1 : 2"), Value::Undefined);
+    assert_eq!(ev("\"x\" ? 1 : 2"), Value::Error);
+    assert_eq!(ev("undefined ?: 5"), Value::Int(5));
+    assert_eq!(ev("0 ?: 5"), Value::Int(0));
+    // The seed's literal meaning: "coltrane" * 10^12 is an error, so the whole rank is.
+    assert_eq!(
+        ev_in(
+            "[Owner = \"coltrane\"; Imagesize = 5]",
+            "(Owner == \"coltrane\" * 1000000000000) + Imagesize"
+        ),
+        Value::Error
+    );
+    assert_eq!(
+        ev_in(
+            "[Owner = \"coltrane\"; Imagesize = 5]",
+            "(Owner == \"coltrane\") * 1000000000000 + Imagesize"
+        ),
+        Value::Int(1_000_000_000_005)
+    );
+}
+
+#[test]
+fn scoping_my_target_parent_and_nested_ads() {
+    let my =
+        parse_ad("[ Cpus = 4; x = y; N = [ q = 2; r = Cpus; s = PARENT.Cpus ]; L = {1, Cpus} ]")
+            .expect("my");
+    let target = parse_ad("[ RequestCpus = 2; y = 7; Cpus = 99 ]").expect("target");
+    let e = |t: &str| my.eval_expr_with(&parse_expr(t).expect("parses"), Some(&target));
+    assert_eq!(e("MY.Cpus >= TARGET.RequestCpus"), Value::Bool(true));
+    assert_eq!(
+        e("x"),
+        Value::Int(7),
+        "a bare name missing from MY is found in TARGET"
+    );
+    assert_eq!(
+        e("cpus"),
+        Value::Int(4),
+        "names are case-insensitive; MY wins"
+    );
+    assert_eq!(e("TARGET.Cpus"), Value::Int(99));
+    assert_eq!(e("N.r"), Value::Int(4), "nested ads see their enclosing ad");
+    assert_eq!(e("N.s"), Value::Int(4));
+    assert_eq!(e("N[\"q\"]"), Value::Int(2));
+    assert_eq!(e("L[1]"), Value::Int(4));
+    assert_eq!(e("L[2]"), Value::Error);
+    assert_eq!(e("TARGET.Missing"), Value::Undefined);
+    assert_eq!(
+        my.eval_expr(&parse_expr("x").expect("parses")),
+        Value::Undefined,
+        "no target, no fallback"
+    );
+}
+
+#[test]
+fn unparse_matches_libclassad() {
+    let cases = [
+        ("1.0", "1.000000000000000E+00"),
+        ("0.0", "0.0"),
+        ("-(1)", " -(1)"),
+        ("-1", "-1"),
+        ("a =?= b", "a is b"),
+        ("(1+2)*3", "(1 + 2) * 3"),
+        ("{1,2+3}", "{ 1,2 + 3 }"),
+        ("[b = 1; a = x; Name = 2]", "[ a = x; b = 1; Name = 2 ]"),
+        ("f(1, \"a\\n\")", "f(1,\"a\\n\")"),
+        ("a ?: b", "a ?: b"),
+        ("relTime(\"1d\")", "relTime(\"1+00:00:00\")"),
+        (
+            "absTime(\"2020-01-01T00:00:00Z\")",
+            "absTime(\"2020-01-01T00:00:00-00:00\")",
+        ),
+        ("'x y'.z", "'x y'.z"),
+        ("PARENT.q", "'PARENT'.q"),
+        ("1e30", "1.000000000000000E+30"),
+    ];
+    for (src, want) in cases {
+        assert_eq!(parse_expr(src).expect(src).to_string(), want, "{src}");
+        // Round trip: what we print parses back to the same print.
+        let again = parse_expr(want).expect(want).to_string();
+        assert_eq!(again, want, "round trip of {src}");
+    }
+    assert_eq!(Value::Real(f64::INFINITY).to_string(), "real(\"INF\")");
+    assert_eq!(Value::str("a\"b").to_string(), "\"a\\\"b\"");
+    assert_eq!(ev("string(1.5)"), Value::str("1.500000000000000E+00"));
+}
+
+#[test]
+fn matching_requires_exactly_true_and_ranks_as_float() {
+    let job = parse_ad(
+        "[ Requirements = TARGET.Memory >= RequestMemory && TARGET.Arch == \"X86_64\"; RequestMemory = 1024; Rank = TARGET.Mips; Owner = \"alice\" ]",
+    )
+    .expect("job");
+    let slot = parse_ad("[ Requirements = Owner == \"alice\"; Memory = 2048; Arch = \"x86_64\"; Mips = 5000; Rank = Owner == \"alice\" ]")
+        .expect("slot");
+    assert!(symmetric_match(&job, &slot));
+    assert_eq!(rank(&job, &slot), 5000.0);
+    assert_eq!(rank(&slot, &job), 1.0, "a boolean rank counts as 1/0");
+    let other = parse_ad("[ Requirements = Owner == \"bob\"; Memory = 2048; Arch = \"X86_64\" ]")
+        .expect("other");
+    assert!(!symmetric_match(&job, &other));
+    let undefined_req =
+        parse_ad("[ Requirements = Missing > 3; Memory = 2048; Arch = \"X86_64\" ]").expect("u");
+    assert!(
+        !symmetric_match(&job, &undefined_req),
+        "undefined Requirements do not match"
+    );
+    let no_rank = parse_ad("[ Rank = \"x\" ]").expect("r");
+    assert_eq!(rank(&no_rank, &slot), 0.0);
+}
+
+#[test]
+fn builtins_sample() {
+    assert_eq!(
+        ev("strcat(\"slot\", 5 - 4, \"_State\")"),
+        Value::str("slot1_State")
+    );
+    assert_eq!(ev("quantize(3, {1, 2, 4})"), Value::Int(4));
+    assert_eq!(ev("quantize(1500, 1024)"), Value::Int(2048));
+    assert_eq!(
+        ev("stringListMember(\"b\", \"a, b ,c\")"),
+        Value::Bool(true)
+    );
+    assert_eq!(ev("stringListIMember(\"B\", \"a,b,c\")"), Value::Bool(true));
+    assert_eq!(
+        ev("splitUserName(\"alice@example.org\")"),
+        Value::list(vec![Value::str("alice"), Value::str("example.org")])
+    );
+    assert_eq!(ev("size({1, 2, 3})"), Value::Int(3));
+    assert_eq!(ev("sum({1, 2.5})"), Value::Real(3.5));
+    assert_eq!(ev("regexp(\"^a.c$\", \"abc\")"), Value::Bool(true));
+    assert_eq!(
+        ev("regexps(\"(\\\\w+)@(\\\\w+)\", \"me@host\", \"\\\\2\")"),
+        Value::str("host")
+    );
+    assert_eq!(ev("ifThenElse(undefined, 1, 2)"), Value::Undefined);
+    assert_eq!(ev("member(2, {1, 2})"), Value::Bool(true));
+    assert_eq!(ev("versioncmp(\"1.10\", \"1.9\") > 0"), Value::Bool(true));
+    assert_eq!(ev("eval(\"1 + 2\")"), Value::Int(3));
+    assert_eq!(ev("nosuchfunction(1)"), Value::Error);
+    assert_eq!(
+        ev("argsToList(\"a 'b c'\")"),
+        Value::list(vec![Value::str("a"), Value::str("b c")])
+    );
+    assert_eq!(
+        ev("formatTime(0, \"%Y-%m-%d %H:%M:%S\")"),
+        Value::str("1970-01-01 00:00:00")
+    );
+    assert_eq!(ev_in("[ a = 1 ]", "unparse(a)"), Value::str("1"));
+}
+
+#[test]
+fn ads_are_case_insensitive_and_ordered() {
+    let mut ad = ClassAd::new();
+    ad.insert_int("Cpus", 4);
+    ad.insert_str("Owner", "alice");
+    ad.insert_int("CPUS", 8);
+    assert_eq!(ad.len(), 2);
+    assert_eq!(ad.eval_attr("cpus"), Value::Int(8));
+    assert_eq!(
+        ad.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        ["Cpus", "Owner"]
+    );
+    assert!(ad.remove("OWNER").is_some());
+    assert_eq!(ad.lookup("owner").map(|e| e.to_string()), None);
+    assert_eq!(ad.to_old_syntax(), "Cpus = 8\n");
+    let refs = parse_expr("TARGET.Memory >= RequestMemory && MY.Cpus > 1")
+        .expect("parses")
+        .references();
+    assert!(refs.external.contains("memory"));
+    assert!(refs.internal.contains("requestmemory") && refs.internal.contains("cpus"));
+}

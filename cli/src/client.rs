@@ -1,0 +1,297 @@
+//! The admin API client `cmctl` uses: a list of CM addresses, failover between them, and
+//! errors an admin can act on.
+//!
+//! Addresses come from `--cms host:port,...` or the `AERIE_CMS` environment variable. Each
+//! call tries the CMs in order (the last one that answered first); a CM that cannot be reached
+//! within the connect timeout is skipped. Writes and linearizable reads are forwarded to the
+//! leader by the CM itself; if a CM answers "not leader" with the leader's address instead,
+//! the client follows it.
+use aerie_proto::admin::{self as pb, admin_client::AdminClient};
+use anyhow::{anyhow, bail, Context};
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+/// How to reach the CMs, shared by every subcommand that talks to them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectArgs {
+    /// CM addresses, host:port[,host:port...] (default: $AERIE_CMS).
+    #[arg(long, env = "AERIE_CMS", value_delimiter = ',', global = true)]
+    pub cms: Vec<String>,
+    /// Per-request deadline in seconds.
+    #[arg(long, default_value_t = 15.0, global = true)]
+    pub timeout: f64,
+}
+
+/// A failover-capable admin client.
+pub struct Client {
+    addrs: Vec<String>,
+    timeout: Duration,
+    /// Index of the CM that answered last (tried first next time).
+    preferred: usize,
+    rt: tokio::runtime::Runtime,
+}
+
+/// Outcome of one attempt against one CM.
+enum Attempt<T> {
+    Done(T),
+    /// Could not talk to this CM; try the next.
+    Unreachable(String),
+    /// This CM says another is the leader.
+    Redirect(String),
+}
+
+impl Client {
+    pub fn new(args: &ConnectArgs) -> anyhow::Result<Self> {
+        let addrs: Vec<String> = args
+            .cms
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if addrs.is_empty() {
+            bail!("no central managers given: use --cms host:port[,host:port...] or set AERIE_CMS");
+        }
+        if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+            bail!(
+                "bad value for --timeout: {} (seconds, above 0)",
+                args.timeout
+            );
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        Ok(Client {
+            addrs,
+            timeout: Duration::from_secs_f64(args.timeout),
+            preferred: 0,
+            rt,
+        })
+    }
+
+    pub fn addrs(&self) -> &[String] {
+        &self.addrs
+    }
+
+    fn connect(&self, addr: &str) -> anyhow::Result<AdminClient<Channel>> {
+        // tonic's lazy channel spawns its worker on the current runtime.
+        let _guard = self.rt.enter();
+        let uri = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let ch = Endpoint::from_shared(uri)
+            .map_err(|e| anyhow!("bad CM address {addr:?}: {e}"))?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+            .connect_lazy();
+        Ok(AdminClient::new(ch).max_decoding_message_size(256 << 20))
+    }
+
+    /// Runs `f` against the CMs with failover and leader redirects.
+    fn call<T, F, Fut>(&mut self, what: &str, f: F) -> anyhow::Result<T>
+    where
+        F: Fn(AdminClient<Channel>, Duration) -> Fut,
+        Fut: std::future::Future<Output = Result<Attempt<T>, anyhow::Error>>,
+    {
+        let n = self.addrs.len();
+        let mut order: Vec<String> = (0..n)
+            .map(|i| self.addrs[(self.preferred + i) % n].clone())
+            .collect();
+        let mut errors = Vec::new();
+        let mut redirects = 0;
+        let mut i = 0;
+        while i < order.len() {
+            let addr = order[i].clone();
+            i += 1;
+            let client = self.connect(&addr)?;
+            let timeout = self.timeout;
+            match self.rt.block_on(f(client, timeout))? {
+                Attempt::Done(v) => {
+                    if let Some(p) = self.addrs.iter().position(|a| *a == addr) {
+                        self.preferred = p;
+                    }
+                    return Ok(v);
+                }
+                Attempt::Unreachable(e) => errors.push(format!("{addr}: {e}")),
+                Attempt::Redirect(leader) => {
+                    redirects += 1;
+                    if redirects > 3 {
+                        bail!("{what}: too many leader redirects (last to {leader})");
+                    }
+                    order.insert(i, leader);
+                }
+            }
+        }
+        bail!(
+            "{what}: {} of {} CMs unreachable: {}",
+            errors.len(),
+            n,
+            errors.join("; ")
+        )
+    }
+
+    /// Submits a state-machine command (JSON of the versioned `Command`).
+    pub fn write(&mut self, command_json: &str) -> anyhow::Result<pb::WriteReply> {
+        let json = command_json.to_string();
+        self.call("write", move |mut c, timeout| {
+            let json = json.clone();
+            async move {
+                let mut req = tonic::Request::new(pb::WriteRequest {
+                    command_json: json,
+                    forwarded: false,
+                });
+                req.set_timeout(timeout);
+                match c.write(req).await {
+                    Ok(r) => {
+                        let r = r.into_inner();
+                        if !r.ok && r.error.starts_with("not leader") {
+                            if let Some(l) = r.leader.as_ref().filter(|l| !l.addr.is_empty()) {
+                                return Ok(Attempt::Redirect(l.addr.clone()));
+                            }
+                        }
+                        Ok(Attempt::Done(r))
+                    }
+                    Err(s) => status_attempt(s),
+                }
+            }
+        })
+    }
+
+    /// A write that must succeed: refused commands become errors.
+    pub fn write_ok(&mut self, command_json: &str) -> anyhow::Result<pb::WriteReply> {
+        let r = self.write(command_json)?;
+        if !r.ok {
+            bail!("{}", r.error);
+        }
+        Ok(r)
+    }
+
+    /// Runs a read query; `stale` answers from the first reachable CM without a quorum check.
+    pub fn query(
+        &mut self,
+        kind: &str,
+        args_json: &str,
+        stale: bool,
+    ) -> anyhow::Result<pb::QueryReply> {
+        let (kind, args) = (kind.to_string(), args_json.to_string());
+        self.call("query", move |mut c, timeout| {
+            let req = pb::QueryRequest {
+                kind: kind.clone(),
+                args_json: args.clone(),
+                stale,
+                forwarded: false,
+            };
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(timeout);
+                match c.query(req).await {
+                    Ok(r) => Ok(Attempt::Done(r.into_inner())),
+                    Err(s) => status_attempt(s),
+                }
+            }
+        })
+    }
+
+    /// The status of one CM (no failover: the caller asks each).
+    pub fn status_of(&self, addr: &str) -> anyhow::Result<pb::StatusReply> {
+        let mut c = self.connect(addr)?;
+        let timeout = self.timeout.min(Duration::from_secs(3));
+        self.rt.block_on(async move {
+            let mut req = tonic::Request::new(pb::StatusRequest {});
+            req.set_timeout(timeout);
+            match tokio::time::timeout(timeout, c.status(req)).await {
+                Err(_) => bail!("no answer within {:.1} s", timeout.as_secs_f64()),
+                Ok(Err(s)) => bail!("{}", status_text(&s)),
+                Ok(Ok(r)) => Ok(r.into_inner()),
+            }
+        })
+    }
+
+    pub fn add_member(
+        &mut self,
+        addr: &str,
+        id: u64,
+        learner_only: bool,
+    ) -> anyhow::Result<pb::MemberReply> {
+        let addr = addr.to_string();
+        self.call("cluster add", move |mut c, timeout| {
+            let req = pb::AddMemberRequest {
+                addr: addr.clone(),
+                id,
+                forwarded: false,
+                learner_only,
+            };
+            async move {
+                let mut req = tonic::Request::new(req);
+                req.set_timeout(timeout.max(Duration::from_secs(70)));
+                member_attempt(c.add_member(req).await)
+            }
+        })
+    }
+
+    pub fn remove_member(&mut self, id: u64) -> anyhow::Result<pb::MemberReply> {
+        self.call("cluster remove", move |mut c, timeout| async move {
+            let mut req = tonic::Request::new(pb::RemoveMemberRequest {
+                id,
+                forwarded: false,
+            });
+            req.set_timeout(timeout.max(Duration::from_secs(20)));
+            member_attempt(c.remove_member(req).await)
+        })
+    }
+
+    pub fn snapshot(&self, addr: &str) -> anyhow::Result<u64> {
+        let mut c = self.connect(addr)?;
+        self.rt.block_on(async move {
+            let r = c
+                .trigger_snapshot(pb::SnapshotRequest {})
+                .await
+                .map_err(|s| anyhow!("{addr}: {}", status_text(&s)))?;
+            Ok(r.into_inner().index)
+        })
+    }
+}
+
+fn member_attempt(
+    r: Result<tonic::Response<pb::MemberReply>, tonic::Status>,
+) -> anyhow::Result<Attempt<pb::MemberReply>> {
+    match r {
+        Ok(r) => {
+            let r = r.into_inner();
+            if !r.ok && r.error.starts_with("not leader") {
+                if let Some(l) = r.leader.as_ref().filter(|l| !l.addr.is_empty()) {
+                    return Ok(Attempt::Redirect(l.addr.clone()));
+                }
+            }
+            Ok(Attempt::Done(r))
+        }
+        Err(s) => status_attempt(s),
+    }
+}
+
+/// Transport-level failures move on to the next CM; answers from a CM are final.
+fn status_attempt<T>(s: tonic::Status) -> anyhow::Result<Attempt<T>> {
+    let text = status_text(&s);
+    match s.code() {
+        // A CM that answered "no quorum" has spoken for the cluster.
+        tonic::Code::Unavailable if s.message().starts_with("no quorum") => Err(anyhow!(text)),
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown => {
+            Ok(Attempt::Unreachable(text))
+        }
+        _ => Err(anyhow!(text)),
+    }
+}
+
+fn status_text(s: &tonic::Status) -> String {
+    let m = s.message();
+    if s.code() == tonic::Code::Unavailable && !m.starts_with("no quorum") {
+        // tonic's connection errors are terse ("transport error"); say what it means.
+        format!("not reachable ({m})")
+    } else if s.code() == tonic::Code::DeadlineExceeded {
+        format!("no answer in time ({m})")
+    } else {
+        m.to_string()
+    }
+}

@@ -1,0 +1,519 @@
+//! `cmctl userprio`: `condor_userprio` against the replicated accountant.
+//!
+//! Takes HTCondor's single-dash options (`-allusers`, `-most`, `-l`, `-quotas`, `-setprio U V`,
+//! ...) so admins' muscle memory and scripts keep working. Edits are committed through Raft
+//! (they are durable on a quorum when the command returns); displays are linearizable reads
+//! unless `-stale`.
+pub mod table;
+
+use crate::client::{Client, ConnectArgs};
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use serde_json::json;
+use table::{AdRec, Opts};
+
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct Args {
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+    /// condor_userprio options: -allusers -most -all -l -quotas -usage -priority -flat
+    /// -hierarchical -grouporder -json -stale -inputfile FILE -setprio U V -setfactor U V
+    /// -setfloor U V -setceil U V -resetusage U -resetall -delete U -setaccum U V
+    /// -setbegin U T -setlast U T [names...]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// One edit, as parsed from the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    SetPrio(String, f64),
+    SetFactor(String, f64),
+    SetFloor(String, f64),
+    SetCeiling(String, f64),
+    ResetUsage(String),
+    ResetAll,
+    Delete(String),
+    SetAccum(String, f64),
+    SetBegin(String, i64),
+    SetLast(String, i64),
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    pub edit: Option<Edit>,
+    pub opts: Opts,
+    pub all_users: bool,
+    pub long: bool,
+    pub json: bool,
+    pub stale: bool,
+    pub input_file: Option<String>,
+    pub names: Vec<String>,
+    pub active_from: Option<i64>,
+}
+
+/// `is_dash_arg_prefix`: `-name` or `--name`, or an abbreviation of at least `min` chars.
+fn is_arg(a: &str, name: &str, min: usize) -> bool {
+    let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
+        return false;
+    };
+    !s.is_empty() && s.len() >= min.max(1) && name.starts_with(s) && (s.len() >= min || s == name)
+}
+
+fn need_full_name(flag: &str, name: &str) -> anyhow::Result<()> {
+    if !name.contains('@') && name != "<none>" && !name.starts_with("group_") {
+        bail!(
+            "{flag}: you must give the full name of the submitter (user@uid.domain), \
+             or a group name; {name:?} is neither"
+        );
+    }
+    Ok(())
+}
+
+fn num(flag: &str, v: &str) -> anyhow::Result<f64> {
+    let x: f64 = v
+        .trim()
+        .parse()
+        .with_context(|| format!("bad value {v:?} for {flag}: expected a number"))?;
+    if !x.is_finite() {
+        bail!("bad value {v:?} for {flag}: expected a finite number");
+    }
+    Ok(x)
+}
+
+fn int(flag: &str, v: &str) -> anyhow::Result<i64> {
+    v.trim()
+        .parse()
+        .with_context(|| format!("bad value {v:?} for {flag}: expected a whole number"))
+}
+
+/// Parses condor_userprio's arguments. `now` is the caller's clock (for the one-day default).
+pub fn parse(args: &[String], now: i64) -> anyhow::Result<Parsed> {
+    let mut p = Parsed {
+        opts: Opts {
+            min_last_usage: now - 86400,
+            ..Opts::default()
+        },
+        ..Default::default()
+    };
+    let mut i = 0;
+    let take = |i: usize, k: usize, flag: &str| -> anyhow::Result<Vec<String>> {
+        if args.len() < i + 1 + k {
+            bail!("{flag} needs {k} argument(s)");
+        }
+        Ok(args[i + 1..i + 1 + k].to_vec())
+    };
+    let set_edit = |p: &mut Parsed, e: Edit| -> anyhow::Result<()> {
+        if p.edit.is_some() {
+            bail!("only one edit option per command");
+        }
+        p.edit = Some(e);
+        Ok(())
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        if is_arg(a, "setprio", 7) {
+            let v = take(i, 2, a)?;
+            need_full_name(a, &v[0])?;
+            let x = num(a, &v[1])?;
+            set_edit(&mut p, Edit::SetPrio(v[0].clone(), x))?;
+            i += 3;
+        } else if is_arg(a, "setfactor", 9) {
+            let v = take(i, 2, a)?;
+            need_full_name(a, &v[0])?;
+            let x = num(a, &v[1])?;
+            if x < 1.0 {
+                bail!("bad value {} for -setfactor: priority factors must be greater than or equal to 1", v[1]);
+            }
+            set_edit(&mut p, Edit::SetFactor(v[0].clone(), x))?;
+            i += 3;
+        } else if is_arg(a, "setfloor", 8) {
+            let v = take(i, 2, a)?;
+            need_full_name(a, &v[0])?;
+            let x = num(a, &v[1])?;
+            if x < 0.0 {
+                bail!(
+                    "bad value {} for -setfloor: floor must be greater than or equal to 0",
+                    v[1]
+                );
+            }
+            set_edit(&mut p, Edit::SetFloor(v[0].clone(), x))?;
+            i += 3;
+        } else if is_arg(a, "setceiling", 7) {
+            let v = take(i, 2, a)?;
+            need_full_name(a, &v[0])?;
+            let x = num(a, &v[1])?;
+            if x < -1.0 {
+                bail!(
+                    "bad value {} for -setceil: ceiling must be greater than or equal to -1",
+                    v[1]
+                );
+            }
+            set_edit(&mut p, Edit::SetCeiling(v[0].clone(), x))?;
+            i += 3;
+        } else if is_arg(a, "setaccum", 8) {
+            let v = take(i, 2, a)?;
+            need_full_name(a, &v[0])?;
+            let x = num(a, &v[1])?;
+            if x < 0.0 {
+                bail!(
+                    "bad value {} for -setaccum: usage must be at least 0 seconds",
+                    v[1]
+                );
+            }
+            set_edit(&mut p, Edit::SetAccum(v[0].clone(), x))?;
+            i += 3;
+        } else if is_arg(a, "setbegin", 8) || is_arg(a, "setlast", 7) {
+            let v = take(i, 2, a)?;
+            need_full_name(a, &v[0])?;
+            let t = int(a, &v[1])?;
+            if t < 0 {
+                bail!(
+                    "bad value {} for {a}: time must be at least 0 seconds",
+                    v[1]
+                );
+            }
+            let e = if is_arg(a, "setbegin", 8) {
+                Edit::SetBegin(v[0].clone(), t)
+            } else {
+                Edit::SetLast(v[0].clone(), t)
+            };
+            set_edit(&mut p, e)?;
+            i += 3;
+        } else if is_arg(a, "resetusage", 6) {
+            let v = take(i, 1, a)?;
+            need_full_name(a, &v[0])?;
+            set_edit(&mut p, Edit::ResetUsage(v[0].clone()))?;
+            i += 2;
+        } else if is_arg(a, "delete", 3) {
+            let v = take(i, 1, a)?;
+            need_full_name(a, &v[0])?;
+            set_edit(&mut p, Edit::Delete(v[0].clone()))?;
+            i += 2;
+        } else if is_arg(a, "resetall", 8) {
+            set_edit(&mut p, Edit::ResetAll)?;
+            i += 1;
+        } else {
+            match parse_display_flag(&mut p, args, i)? {
+                Some(next) => i = next,
+                None => {
+                    bail!("unknown option {a:?} (cmctl userprio takes condor_userprio's options)")
+                }
+            }
+        }
+    }
+    if !p.names.is_empty() {
+        p.opts.min_last_usage = -1;
+    }
+    Ok(p)
+}
+
+fn parse_display_flag(p: &mut Parsed, args: &[String], i: usize) -> anyhow::Result<Option<usize>> {
+    let a = args[i].as_str();
+    let o = &mut p.opts;
+    if is_arg(a, "allusers", 8) {
+        p.all_users = true;
+        o.min_last_usage = -1;
+    } else if is_arg(a, "long", 1) {
+        p.long = true;
+    } else if is_arg(a, "json", 4) {
+        p.json = true;
+    } else if is_arg(a, "stale", 5) {
+        p.stale = true;
+    } else if is_arg(a, "hierarchical", 2) || a == "-heir" {
+        o.hier = true;
+        o.dash_hier = true;
+    } else if is_arg(a, "flat", 2) {
+        o.hier = false;
+        o.dash_hier = true;
+    } else if is_arg(a, "grouporder", 10) {
+        o.group_order = true;
+        o.hier = false;
+        o.dash_hier = true;
+    } else if is_arg(a, "quotas", 1) {
+        o.detail |= table::QUOTAS;
+        o.dash_quota = true;
+    } else if is_arg(a, "surplus", 7) {
+        o.detail |= table::SURPLUS;
+        o.dash_quota = true;
+    } else if is_arg(a, "sortkey", 2) {
+        o.detail |= table::SORT_KEY;
+    } else if is_arg(a, "all", 3) {
+        o.detail |= table::ALL;
+    } else if is_arg(a, "most", 2) {
+        o.detail |= table::MOST;
+    } else if is_arg(a, "groupid", 7) {
+        o.detail |= table::GROUP_ID;
+    } else if is_arg(a, "order", 5) {
+        o.detail |= table::ORDER;
+    } else if is_arg(a, "usage", 2) {
+        o.detail |= table::USAGE | table::USE_TIME1 | table::USE_TIME2;
+    } else if is_arg(a, "priority", 4) {
+        o.detail |= table::PRIOS;
+    } else if is_arg(a, "inputfile", 2) {
+        let f = args
+            .get(i + 1)
+            .with_context(|| format!("{a} needs a file name"))?;
+        p.input_file = Some(f.clone());
+        return Ok(Some(i + 2));
+    } else if is_arg(a, "activefrom", 10) {
+        if args.len() < i + 4 {
+            bail!("{a} needs <month> <day> <year>");
+        }
+        let m = int(a, &args[i + 1])?;
+        let d = int(a, &args[i + 2])?;
+        let mut y = int(a, &args[i + 3])?;
+        if y < 50 {
+            y += 2000;
+        } else if y < 1900 {
+            y += 1900;
+        }
+        use chrono::TimeZone;
+        let t = chrono::Local
+            .with_ymd_and_hms(y as i32, m as u32, d as u32, 0, 0, 0)
+            .earliest()
+            .with_context(|| format!("bad date {m}/{d}/{y} for {a}"))?;
+        p.active_from = Some(t.timestamp());
+        o.min_last_usage = t.timestamp();
+        return Ok(Some(i + 4));
+    } else if !a.starts_with('-') {
+        p.names.push(a.to_string());
+    } else {
+        return Ok(None);
+    }
+    Ok(Some(i + 1))
+}
+
+/// The Raft command for an edit, and the line condor_userprio prints when it succeeds.
+pub fn edit_command(e: &Edit) -> (serde_json::Value, String) {
+    let acc = |c: serde_json::Value| json!({"v": 1, "cmd": {"Accountant": c}});
+    match e {
+        Edit::SetPrio(n, v) => (
+            acc(json!({"SetPriority": {"name": n, "value": v}})),
+            format!("The priority of {n} was set to {v:.6}"),
+        ),
+        Edit::SetFactor(n, v) => (
+            acc(json!({"SetFactor": {"name": n, "value": v}})),
+            format!("The priority factor of {n} was set to {v:.6}"),
+        ),
+        Edit::SetFloor(n, v) => (
+            acc(json!({"SetFloor": {"name": n, "value": v}})),
+            format!("The floor of {n} was set to {}", *v as i64),
+        ),
+        Edit::SetCeiling(n, v) => (
+            acc(json!({"SetCeiling": {"name": n, "value": v}})),
+            format!("The ceiling of {n} was set to {}", *v as i64),
+        ),
+        Edit::ResetUsage(n) => (
+            acc(json!({"ResetUsage": {"name": n}})),
+            format!("The accumulated usage of {n} was reset"),
+        ),
+        Edit::ResetAll => (
+            acc(json!("ResetAll")),
+            "The accumulated usage was reset for all users".to_string(),
+        ),
+        Edit::Delete(n) => (
+            acc(json!({"Delete": {"name": n}})),
+            format!("The accountant record named {n} was deleted"),
+        ),
+        Edit::SetAccum(n, v) => (
+            acc(json!({"SetAccumulatedUsage": {"name": n, "value": v}})),
+            format!("The Accumulated Usage of {n} was set to {v:.6}"),
+        ),
+        Edit::SetBegin(n, t) => (
+            acc(json!({"SetBeginUsageTime": {"name": n, "time": t}})),
+            format!("The Begin Usage Time of {n} was set to {t}"),
+        ),
+        Edit::SetLast(n, t) => (
+            acc(json!({"SetLastUsageTime": {"name": n, "time": t}})),
+            format!("The Last Usage Time of {n} was set to {t}"),
+        ),
+    }
+}
+
+/// A row of the CM's `userprio` query (the accountant's `UserprioRow`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Row {
+    pub name: String,
+    pub effective_priority: f64,
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub real_priority: f64,
+    pub priority_factor: f64,
+    #[serde(default)]
+    pub resources_used: f64,
+    #[serde(default)]
+    pub accumulated_usage: f64,
+    #[serde(default)]
+    pub begin_usage_time: i64,
+    #[serde(default)]
+    pub last_usage_time: i64,
+    #[serde(default)]
+    pub floor: f64,
+    #[serde(default = "neg1")]
+    pub ceiling: f64,
+    #[serde(default)]
+    pub is_group: bool,
+    #[serde(default)]
+    pub accounting_group: String,
+}
+
+fn neg1() -> f64 {
+    -1.0
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct UserprioReply {
+    #[serde(default)]
+    last_tick: Option<i64>,
+    #[serde(default)]
+    now: i64,
+    rows: Vec<Row>,
+    #[serde(default)]
+    groups: std::collections::BTreeMap<String, GroupPolicy>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+struct GroupPolicy {
+    #[serde(default)]
+    quota: Option<serde_json::Value>,
+    #[serde(default)]
+    accept_surplus: Option<bool>,
+}
+
+/// Turns the CM's rows into accounting-ad records, as a negotiator would publish them.
+pub fn rows_to_recs(
+    rows: &[Row],
+    groups: &std::collections::BTreeMap<String, (Option<f64>, Option<bool>)>,
+) -> Vec<AdRec> {
+    rows.iter()
+        .map(|r| {
+            let mut a = AdRec {
+                name: r.name.clone(),
+                priority: r.effective_priority,
+                factor: Some(r.priority_factor),
+                res_used: Some(r.resources_used.round() as i64),
+                wt_res_used: Some(r.resources_used),
+                acc_usage: Some(r.accumulated_usage),
+                wt_acc_usage: Some(r.accumulated_usage),
+                begin_usage: Some(r.begin_usage_time),
+                last_usage: Some(r.last_usage_time),
+                acct_group: Some(if r.accounting_group.is_empty() {
+                    "<none>".into()
+                } else {
+                    r.accounting_group.clone()
+                }),
+                is_group: r.is_group,
+                ceiling: Some(r.ceiling),
+                floor: Some(r.floor),
+                ..Default::default()
+            };
+            if r.is_group {
+                let (q, s) = groups.get(&r.name).cloned().unwrap_or((None, None));
+                let q = q.unwrap_or(0.0);
+                a.cfg_quota = Some(q);
+                a.eff_quota = Some(q);
+                a.subtree_quota = Some(q);
+                a.surplus_policy = Some(if s == Some(true) { "byquota" } else { "no" }.into());
+            }
+            a
+        })
+        .collect()
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let now = chrono::Utc::now().timestamp();
+    if args
+        .args
+        .iter()
+        .any(|a| a == "-h" || a == "-help" || a == "--help")
+    {
+        println!(
+            "usage: cmctl userprio [--cms host:port,...] [condor_userprio options] [names...]"
+        );
+        println!("  display: -allusers -most -all -l -quotas -usage -priority -flat -hierarchical");
+        println!("           -grouporder -json -stale -activefrom M D Y -inputfile FILE");
+        println!("  edit:    -setprio U V -setfactor U V -setfloor U V -setceil U V -resetusage U");
+        println!("           -resetall -delete U -setaccum U V -setbegin U T -setlast U T");
+        return Ok(0);
+    }
+    let p = parse(&args.args, now)?;
+    if let Some(e) = &p.edit {
+        let mut client = Client::new(&args.conn)?;
+        let (cmd, msg) = edit_command(e);
+        client.write_ok(&cmd.to_string())?;
+        println!("{msg}");
+        return Ok(0);
+    }
+    let (mut recs, last_update) = if let Some(f) = &p.input_file {
+        let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {f}"))?;
+        table::parse_legacy_ad(&text).map_err(|e| anyhow::anyhow!("{f}: {e}"))?
+    } else {
+        let mut client = Client::new(&args.conn)?;
+        let r = client.query("userprio", &json!({"now": now}).to_string(), p.stale)?;
+        let reply: UserprioReply =
+            serde_json::from_str(&r.result_json).context("decoding the CM's userprio answer")?;
+        let groups = reply
+            .groups
+            .iter()
+            .map(|(g, pol)| {
+                let q = pol.quota.as_ref().and_then(|q| {
+                    q.get("Static")
+                        .or_else(|| q.get("Dynamic"))
+                        .and_then(|v| v.as_f64())
+                });
+                (g.clone(), (q, pol.accept_surplus))
+            })
+            .collect();
+        let last = reply.last_tick.unwrap_or(reply.now);
+        (rows_to_recs(&reply.rows, &groups), last)
+    };
+    if !p.names.is_empty() {
+        recs.retain(|r| {
+            p.names.iter().any(|n| {
+                if n.contains('@') || n == "<none>" {
+                    r.name == *n
+                } else {
+                    r.name
+                        .split('@')
+                        .next()
+                        .is_some_and(|u| u.rsplit('.').next() == Some(n.as_str()))
+                        || r.name == *n
+                }
+            })
+        });
+    }
+    if p.json {
+        let v: Vec<serde_json::Value> = recs
+            .iter()
+            .map(|r| {
+                json!({
+                    "Name": r.name, "Priority": r.priority, "PriorityFactor": r.factor,
+                    "ResourcesUsed": r.res_used, "WeightedResourcesUsed": r.wt_res_used,
+                    "AccumulatedUsage": r.acc_usage, "WeightedAccumulatedUsage": r.wt_acc_usage,
+                    "BeginUsageTime": r.begin_usage, "LastUsageTime": r.last_usage,
+                    "AccountingGroup": r.acct_group, "IsAccountingGroup": r.is_group,
+                    "Ceiling": r.ceiling, "Floor": r.floor, "ConfigQuota": r.cfg_quota,
+                    "EffectiveQuota": r.eff_quota, "SubtreeQuota": r.subtree_quota,
+                    "SurplusPolicy": r.surplus_policy,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"LastUpdate": last_update, "records": v}))?
+        );
+        return Ok(0);
+    }
+    if p.long {
+        print!("{}", table::legacy_ad(&recs, last_update));
+        return Ok(0);
+    }
+    print!("{}", table::render(&recs, &p.opts, last_update));
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,365 @@
+//! Layout tests: our table against the real `condor_userprio -inputfile` (HTCondor 23.9.6 in
+//! the reference chroot) on the same accounting ads, plus parsing of the options.
+use super::table::{self, AdRec};
+use super::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn reference_root() -> PathBuf {
+    let dir =
+        std::env::var("AERIE_REFERENCE_DIR").unwrap_or_else(|_| "/var/lib/aerie-reference".into());
+    PathBuf::from(dir).join("htcondor-root")
+}
+
+/// Runs the real condor_userprio on `ad` with `flags`. Panics with a clear message when the
+/// reference HTCondor is not installed (scripts/reference.sh installs it).
+fn oracle(tag: &str, ad: &str, flags: &[&str]) -> String {
+    let root = reference_root();
+    let bin = root.join("usr/bin/condor_userprio");
+    assert!(
+        bin.exists(),
+        "reference HTCondor missing: {} not found; run scripts/reference.sh htcondor \
+         (or set AERIE_REFERENCE_DIR)",
+        bin.display()
+    );
+    let dir = format!("srv/cmctl-userprio-{}-{tag}", std::process::id());
+    let host_dir = root.join(&dir);
+    std::fs::create_dir_all(&host_dir).expect("create dir in the chroot");
+    std::fs::write(host_dir.join("prio.ad"), ad).expect("write ad");
+    std::fs::write(
+        host_dir.join("condor.conf"),
+        "CONDOR_HOST = 127.0.0.1\nNEGOTIATOR_HOST = 127.0.0.1:1\n",
+    )
+    .expect("write config");
+    let out = Command::new("chroot")
+        .arg(&root)
+        .arg("env")
+        .arg(format!(
+            "TZ={}",
+            std::env::var("TZ").unwrap_or_else(|_| "UTC".into())
+        ))
+        .arg(format!("CONDOR_CONFIG=/{dir}/condor.conf"))
+        .arg("condor_userprio")
+        .arg("-inputfile")
+        .arg(format!("/{dir}/prio.ad"))
+        .args(flags)
+        .output()
+        .expect("run chroot (tests need root for the reference chroot)");
+    let _ = std::fs::remove_dir_all(&host_dir);
+    assert!(
+        out.status.success(),
+        "condor_userprio failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn rec(
+    name: &str,
+    prio: f64,
+    factor: f64,
+    wt: f64,
+    acc: f64,
+    begin: i64,
+    last: i64,
+    group: &str,
+) -> AdRec {
+    AdRec {
+        name: name.into(),
+        priority: prio,
+        factor: Some(factor),
+        res_used: Some(wt.round() as i64),
+        wt_res_used: Some(wt),
+        acc_usage: Some(acc),
+        wt_acc_usage: Some(acc),
+        begin_usage: Some(begin),
+        last_usage: Some(last),
+        acct_group: Some(group.into()),
+        is_group: false,
+        ceiling: Some(-1.0),
+        ..Default::default()
+    }
+}
+
+fn group(
+    name: &str,
+    prio: f64,
+    wt: f64,
+    acc: f64,
+    last: i64,
+    quota: f64,
+    surplus: &str,
+    requested: Option<f64>,
+) -> AdRec {
+    AdRec {
+        is_group: true,
+        acct_group: Some(name.into()),
+        eff_quota: Some(quota),
+        cfg_quota: Some(quota),
+        subtree_quota: Some(quota),
+        surplus_policy: Some(surplus.into()),
+        requested,
+        ceiling: None,
+        ..rec(name, prio, 1000.0, wt, acc, 1_699_990_000, last, name)
+    }
+}
+
+const T: i64 = 1_700_000_000;
+
+fn flat_pool() -> Vec<AdRec> {
+    let mut bob = rec(
+        "bob@pool",
+        1500.25,
+        1000.0,
+        0.0,
+        360.0,
+        1_699_990_000,
+        T,
+        "<none>",
+    );
+    bob.ceiling = Some(10.0);
+    vec![
+        rec(
+            "alice@pool",
+            500.5,
+            1000.0,
+            4.0,
+            7200.0,
+            1_699_990_000,
+            1_699_999_000,
+            "<none>",
+        ),
+        bob,
+        group("<none>", 0.5, 4.0, 7560.0, T, 0.0, "byquota", None),
+        rec("carol@pool", 700.0, 1000.0, 0.0, 0.0, 0, 0, "<none>"),
+        rec(
+            "nice-user.dan@pool",
+            123456789012.0,
+            1e10,
+            1.0,
+            36.0,
+            1_699_990_000,
+            T,
+            "<none>",
+        ),
+    ]
+}
+
+fn grouped_pool() -> Vec<AdRec> {
+    let mut bob = rec(
+        "bob@pool",
+        1500.25,
+        1000.0,
+        0.0,
+        360.0,
+        1_699_990_000,
+        T,
+        "<none>",
+    );
+    bob.ceiling = Some(10.0);
+    vec![
+        rec(
+            "group_physics.hep.alice@pool",
+            500.5,
+            1000.0,
+            4.0,
+            7200.0,
+            1_699_990_000,
+            1_699_999_000,
+            "group_physics.hep",
+        ),
+        bob,
+        group("<none>", 0.5, 0.0, 360.0, T, 0.0, "byquota", None),
+        group(
+            "group_physics.hep",
+            3.5,
+            4.0,
+            7200.0,
+            1_699_999_000,
+            15.0,
+            "no",
+            Some(60.0),
+        ),
+        group(
+            "group_physics.lep",
+            0.5,
+            0.0,
+            0.0,
+            1_699_999_000,
+            5.0,
+            "no",
+            Some(60.0),
+        ),
+        rec(
+            "group_physics.lep.dave@pool",
+            800.0,
+            2000.0,
+            2.0,
+            200.0,
+            1_699_990_000,
+            T,
+            "group_physics.lep",
+        ),
+        rec(
+            "group_physics.lep.erin@pool",
+            650.0,
+            1000.0,
+            1.0,
+            100.0,
+            1_699_990_000,
+            1_699_950_000,
+            "group_physics.lep",
+        ),
+    ]
+}
+
+fn ours(recs: &[AdRec], flags: &[&str]) -> String {
+    // Same parsing as the CLI; "now" is the ads' update time so -allusers is what matters.
+    let args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+    let p = parse(&args, T).expect("flags parse");
+    table::render(recs, &p.opts, T)
+}
+
+fn check(tag: &str, recs: &[AdRec], flags: &[&str]) {
+    let ad = table::legacy_ad(recs, T);
+    let want = oracle(tag, &ad, flags);
+    let got = ours(recs, flags);
+    assert_eq!(
+        got, want,
+        "layout differs for {flags:?}\n--- ours ---\n{got}\n--- condor_userprio ---\n{want}"
+    );
+}
+
+#[test]
+fn default_layouts_match_condor_userprio() {
+    for (i, flags) in [
+        vec!["-allusers"],
+        vec!["-allusers", "-most"],
+        vec!["-allusers", "-all"],
+        vec!["-allusers", "-usage"],
+        vec!["-allusers", "-priority"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        check(&format!("flat{i}"), &flat_pool(), flags);
+    }
+}
+
+#[test]
+fn group_layouts_match_condor_userprio() {
+    for (i, flags) in [
+        vec!["-allusers"],
+        vec!["-allusers", "-most"],
+        vec!["-allusers", "-all"],
+        vec!["-allusers", "-quotas"],
+        vec!["-allusers", "-usage"],
+        vec!["-allusers", "-priority"],
+        vec!["-allusers", "-flat", "-priority"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        check(&format!("grp{i}"), &grouped_pool(), flags);
+    }
+}
+
+#[test]
+fn legacy_ad_round_trips() {
+    let recs = grouped_pool();
+    let text = table::legacy_ad(&recs, T);
+    let (back, t) = table::parse_legacy_ad(&text).unwrap();
+    assert_eq!(t, T);
+    assert_eq!(back, recs);
+}
+
+#[test]
+fn quotas_layout_matches_the_manual() {
+    // The manual's example (groups only, each with 60 requested).
+    let recs = vec![
+        group(
+            "group_physics.hep",
+            0.5,
+            0.0,
+            0.0,
+            T,
+            15.0,
+            "no",
+            Some(60.0),
+        ),
+        group("group_physics.lep", 0.5, 0.0, 0.0, T, 5.0, "no", Some(60.0)),
+        rec(
+            "group_physics.hep.u@x",
+            500.0,
+            1000.0,
+            0.0,
+            0.0,
+            T - 10,
+            T,
+            "group_physics.hep",
+        ),
+        rec(
+            "group_physics.lep.v@x",
+            500.0,
+            1000.0,
+            0.0,
+            0.0,
+            T - 10,
+            T,
+            "group_physics.lep",
+        ),
+    ];
+    let out = ours(&recs, &["-quotas"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[1],
+        "Group                Effective  Config     Use    Subtree   Weighted "
+    );
+    assert_eq!(
+        lines[4],
+        "group_physics.hep        15.00     15.00 no          15.00         60"
+    );
+    assert_eq!(
+        lines[5],
+        "group_physics.lep         5.00      5.00 no           5.00         60"
+    );
+    assert!(lines[7].starts_with("Number of users: 2"));
+}
+
+#[test]
+fn options_parse_like_condor_userprio() {
+    let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let p = parse(&a(&["-setfactor", "alice@pool", "500"]), T).unwrap();
+    assert_eq!(p.edit, Some(Edit::SetFactor("alice@pool".into(), 500.0)));
+    let e = parse(&a(&["-setfactor", "alice@pool", "0.5"]), T)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("greater than or equal to 1"), "{e}");
+    let e = parse(&a(&["-setprio", "alice", "5"]), T)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("full name"), "{e}");
+    let e = parse(&a(&["-setprio", "alice@x", "lots"]), T)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bad value \"lots\""), "{e}");
+    let p = parse(&a(&["-resetall"]), T).unwrap();
+    assert_eq!(p.edit, Some(Edit::ResetAll));
+    let p = parse(&a(&["-all", "-allusers"]), T).unwrap();
+    assert_eq!(p.opts.detail, table::ALL);
+    assert_eq!(p.opts.min_last_usage, -1);
+    let p = parse(&a(&["-l"]), T).unwrap();
+    assert!(p.long);
+    let (cmd, msg) = edit_command(&Edit::SetPrio("a@b".into(), 5.0));
+    assert_eq!(msg, "The priority of a@b was set to 5.000000");
+    assert_eq!(cmd["cmd"]["Accountant"]["SetPriority"]["value"], 5.0);
+    assert!(parse(&a(&["-bogus"]), T).is_err());
+}
+
+#[test]
+fn format_g_matches_c() {
+    assert_eq!(table::format_g(123456789012.0, 6), "1.23457e+11");
+    assert_eq!(table::format_g(0.0001, 3), "0.0001");
+    assert_eq!(table::format_g(1234.5, 3), "1.23e+03");
+    assert_eq!(table::format_g(12.5, 6), "12.5");
+}

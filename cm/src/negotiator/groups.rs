@@ -1,0 +1,341 @@
+//! Hierarchical group quotas: the tree, quota assignment (static, dynamic, scale-down),
+//! fair-share allocation with bottom-up surplus, and the strict hard-cap check.
+//!
+//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied):
+//! * quotas: a parent's quota is split between its static children (scaled down in
+//!   proportion when they add up to more than the parent and oversubscription is off) and
+//!   its dynamic children (fractions of what the static children leave, normalised when they
+//!   add up to more than 1); a group with no quota configured is dynamic with 0;
+//! * allocation: each group first gets `min(requested, quota)`; unused quota (surplus) flows
+//!   up and is handed to siblings that accept surplus, first in proportion to their subtree
+//!   quotas, then evenly; the root always redistributes;
+//! * a group that does not accept surplus caps the usage of its whole subtree at its quota.
+use super::config::{GroupQuota, NegotiatorConfig};
+use crate::accountant::ROOT_GROUP;
+
+#[derive(Clone, Debug)]
+pub(crate) struct GroupNode {
+    pub name: String,
+    pub parent: Option<usize>,
+    pub children: Vec<usize>,
+    pub is_static: bool,
+    pub config_quota: f64,
+    pub accept_surplus: bool,
+    pub autoregroup: bool,
+    pub quota: f64,
+    pub subtree_quota: f64,
+    pub requested: f64,
+    pub requested_at_start: f64,
+    pub allocated: f64,
+    pub subtree_requested: f64,
+    pub usage: f64,
+    pub subtree_usage: f64,
+    pub sort_key: f64,
+    pub submitters: Vec<usize>,
+}
+
+impl GroupNode {
+    fn new(name: &str, parent: Option<usize>) -> Self {
+        GroupNode {
+            name: name.to_string(),
+            parent,
+            children: Vec::new(),
+            is_static: false,
+            config_quota: 0.0,
+            accept_surplus: true,
+            autoregroup: false,
+            quota: 0.0,
+            subtree_quota: 0.0,
+            requested: 0.0,
+            requested_at_start: 0.0,
+            allocated: 0.0,
+            subtree_requested: 0.0,
+            usage: 0.0,
+            subtree_usage: 0.0,
+            sort_key: 0.0,
+            submitters: Vec::new(),
+        }
+    }
+}
+
+/// The group tree; index 0 is the root `<none>`.
+#[derive(Clone, Debug)]
+pub(crate) struct GroupTree {
+    pub nodes: Vec<GroupNode>,
+    pub warnings: Vec<String>,
+}
+
+impl GroupTree {
+    pub fn build(cfg: &NegotiatorConfig) -> Self {
+        let mut nodes = vec![GroupNode::new(ROOT_GROUP, None)];
+        let mut warnings = Vec::new();
+        // Parents before children: sort by depth, keeping the configured order otherwise.
+        let mut groups: Vec<_> = cfg.groups.iter().collect();
+        groups.sort_by_key(|g| g.name.matches('.').count());
+        for g in groups {
+            if g.name == ROOT_GROUP {
+                continue;
+            }
+            if nodes.iter().any(|n| n.name.eq_ignore_ascii_case(&g.name)) {
+                warnings.push(format!("group {} is listed twice in GROUP_NAMES", g.name));
+                continue;
+            }
+            let parent = match g.name.rfind('.') {
+                None => Some(0),
+                Some(p) => nodes
+                    .iter()
+                    .position(|n| n.name.eq_ignore_ascii_case(&g.name[..p])),
+            };
+            let Some(parent) = parent else {
+                warnings.push(format!(
+                    "group {} ignored: its parent {} is not in GROUP_NAMES",
+                    g.name,
+                    &g.name[..g.name.rfind('.').unwrap_or(0)]
+                ));
+                continue;
+            };
+            let mut n = GroupNode::new(&g.name, Some(parent));
+            match g.quota {
+                GroupQuota::Static(q) => {
+                    n.is_static = true;
+                    n.config_quota = q.max(0.0);
+                }
+                GroupQuota::Dynamic(q) => {
+                    n.is_static = false;
+                    n.config_quota = q.max(0.0);
+                }
+            }
+            n.accept_surplus = g.accept_surplus;
+            n.autoregroup = g.autoregroup;
+            let idx = nodes.len();
+            nodes.push(n);
+            nodes[parent].children.push(idx);
+        }
+        GroupTree { nodes, warnings }
+    }
+
+    /// Index of a group by (case-insensitive) name.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.nodes
+            .iter()
+            .position(|n| n.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Assigns `quota` to group `g` and its subtree.
+    pub fn assign_quotas(&mut self, g: usize, quota: f64, oversub: bool) {
+        if quota <= 0.0 && g != 0 {
+            return;
+        }
+        self.nodes[g].subtree_quota = quota;
+        let children = self.nodes[g].children.clone();
+        let (mut sqsum, mut dqsum) = (0.0, 0.0);
+        for &c in &children {
+            if self.nodes[c].is_static {
+                sqsum += self.nodes[c].config_quota;
+            } else {
+                dqsum += self.nodes[c].config_quota;
+            }
+        }
+        let sqa = if oversub { sqsum } else { sqsum.min(quota) };
+        let dqa = (quota - sqa).max(0.0);
+        let zs = if sqsum > 0.0 { sqsum } else { 1.0 };
+        let zd = dqsum.max(1.0);
+        let mut chq = 0.0;
+        for &c in &children {
+            let n = &self.nodes[c];
+            let q = if n.is_static {
+                n.config_quota * (sqa / zs)
+            } else {
+                n.config_quota * (dqa / zd)
+            };
+            let q = q.max(0.0);
+            self.assign_quotas(c, q, oversub);
+            chq += q;
+        }
+        let own = if oversub && g != 0 {
+            quota
+        } else {
+            quota - chq
+        };
+        self.nodes[g].quota = own.max(0.0);
+    }
+
+    /// One fair-share pass: allocation up to quota, then surplus bottom-up. Returns the
+    /// surplus left over at the root.
+    pub fn fairshare(&mut self, g: usize) -> f64 {
+        let n = &mut self.nodes[g];
+        n.allocated = n.requested.min(n.quota);
+        n.requested -= n.allocated;
+        n.subtree_requested = n.requested;
+        let mut surplus = n.quota - n.allocated;
+        let children = n.children.clone();
+        if children.is_empty() {
+            return surplus;
+        }
+        for &c in &children {
+            surplus += self.fairshare(c);
+            if self.nodes[c].accept_surplus {
+                let r = self.nodes[c].subtree_requested;
+                self.nodes[g].subtree_requested += r;
+            }
+        }
+        self.allocate_surplus(g, surplus)
+    }
+
+    fn allocate_surplus(&mut self, g: usize, mut surplus: f64) -> f64 {
+        if surplus <= 0.0 {
+            return 0.0;
+        }
+        if self.nodes[g].subtree_requested <= 0.0 {
+            return surplus;
+        }
+        let mut groups = self.nodes[g].children.clone();
+        groups.push(g);
+        let mut allocated = vec![0.0; groups.len()];
+        let save_accept = self.nodes[g].accept_surplus;
+        let save_subtree_quota = self.nodes[g].subtree_quota;
+        self.nodes[g].accept_surplus = true;
+        self.nodes[g].subtree_quota = self.nodes[g].quota;
+        let mut requested = self.nodes[g].subtree_requested;
+        self.nodes[g].subtree_requested = self.nodes[g].requested;
+        if surplus >= requested {
+            for (j, &x) in groups.iter().enumerate() {
+                let n = &self.nodes[x];
+                if n.accept_surplus && n.subtree_requested > 0.0 {
+                    allocated[j] = n.subtree_requested;
+                }
+            }
+            surplus -= requested;
+        } else {
+            let mut subreq: Vec<f64> = groups
+                .iter()
+                .map(|&x| {
+                    let n = &self.nodes[x];
+                    if n.accept_surplus && n.subtree_requested > 0.0 {
+                        n.subtree_requested
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            self.surplus_loop(
+                true,
+                &groups,
+                &mut allocated,
+                &mut subreq,
+                &mut surplus,
+                &mut requested,
+            );
+            self.surplus_loop(
+                false,
+                &groups,
+                &mut allocated,
+                &mut subreq,
+                &mut surplus,
+                &mut requested,
+            );
+        }
+        for j in 0..groups.len() - 1 {
+            if allocated[j] > 0.0 {
+                self.allocate_surplus(groups[j], allocated[j]);
+            }
+        }
+        let last = allocated[groups.len() - 1];
+        let n = &mut self.nodes[g];
+        n.allocated += last;
+        n.requested -= last;
+        n.subtree_requested = requested;
+        n.accept_surplus = save_accept;
+        n.subtree_quota = save_subtree_quota;
+        surplus
+    }
+
+    fn surplus_loop(
+        &self,
+        by_quota: bool,
+        groups: &[usize],
+        allocated: &mut [f64],
+        subreq: &mut [f64],
+        surplus: &mut f64,
+        requested: &mut f64,
+    ) {
+        let mut iterations = 0;
+        while *surplus > 0.0 && iterations < 1000 {
+            iterations += 1;
+            let z: f64 = groups
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| subreq[*j] > 0.0)
+                .map(|(_, &x)| {
+                    if by_quota {
+                        self.nodes[x].subtree_quota
+                    } else {
+                        1.0
+                    }
+                })
+                .sum();
+            if z <= 0.0 {
+                break;
+            }
+            let mut never_gt = true;
+            let mut sumalloc = 0.0;
+            for (j, &x) in groups.iter().enumerate() {
+                if subreq[j] > 0.0 {
+                    let n = if by_quota {
+                        self.nodes[x].subtree_quota
+                    } else {
+                        1.0
+                    };
+                    let mut a = *surplus * (n / z);
+                    if a > subreq[j] {
+                        a = subreq[j];
+                        never_gt = false;
+                    }
+                    allocated[j] += a;
+                    subreq[j] -= a;
+                    sumalloc += a;
+                }
+            }
+            *surplus -= sumalloc;
+            *requested -= sumalloc;
+            if never_gt || *surplus < 0.0 {
+                *surplus = 0.0;
+            }
+        }
+    }
+
+    /// Recomputes every group's subtree usage from the direct usages.
+    pub fn compute_subtree_usage(&mut self, g: usize) -> f64 {
+        let children = self.nodes[g].children.clone();
+        let mut total = self.nodes[g].usage;
+        for c in children {
+            total += self.compute_subtree_usage(c);
+        }
+        self.nodes[g].subtree_usage = total;
+        total
+    }
+
+    /// Caps `slots` (an absolute allocation for group `g`) so that no ancestor that refuses
+    /// surplus goes over its quota (NEGOTIATOR_STRICT_ENFORCE_QUOTA).
+    pub fn strict_enforce(&mut self, g: usize, slots: f64) -> f64 {
+        self.compute_subtree_usage(0);
+        let mut new_alloc = slots - self.nodes[g].usage;
+        let mut cur = Some(g);
+        while let Some(x) = cur {
+            let n = &self.nodes[x];
+            if !n.accept_surplus {
+                let avail = if n.is_static {
+                    n.config_quota - n.subtree_usage
+                } else {
+                    n.subtree_quota - n.subtree_usage
+                };
+                let avail = avail.max(0.0);
+                if new_alloc > avail {
+                    new_alloc = avail;
+                }
+            }
+            cur = n.parent;
+        }
+        new_alloc + self.nodes[g].usage
+    }
+}

@@ -1,0 +1,56 @@
+//! Everything that names openraft lives under this module (plus the storage traits implemented
+//! in `crate::store`), so moving to a newer openraft touches one place.
+//!
+//! * [`TypeConfig`]: the application types openraft is instantiated with;
+//! * [`network`]: the gRPC client side of the peer Raft RPCs (with deadlines);
+//! * [`service`]: the gRPC server side, handing requests to the local [`Raft`];
+//! * [`config`]: timing knobs (election timeout, heartbeat) and snapshot policy.
+pub mod config;
+pub mod network;
+pub mod service;
+
+use crate::state::{CommandResponse, Request};
+use serde::{Deserialize, Serialize};
+use std::io::Cursor;
+
+/// Raft node ids (1, 2, 3... as the operator assigns them).
+pub type NodeId = u64;
+
+/// What the membership records for each CM: the address of its gRPC listener (Raft and Admin).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub addr: String,
+}
+
+impl std::fmt::Display for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.addr)
+    }
+}
+
+openraft::declare_raft_types!(
+    /// openraft instantiated with Aerie's command and response types.
+    pub TypeConfig:
+        D = Request,
+        R = CommandResponse,
+        NodeId = NodeId,
+        Node = Node,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+/// The Raft handle of one CM.
+pub type Raft = openraft::Raft<TypeConfig>;
+pub type Entry = openraft::Entry<TypeConfig>;
+pub type LogId = openraft::LogId<NodeId>;
+pub type Vote = openraft::Vote<NodeId>;
+pub type Metrics = openraft::RaftMetrics<NodeId, Node>;
+pub type StorageError = openraft::StorageError<NodeId>;
+pub type Snapshot = openraft::storage::Snapshot<TypeConfig>;
+pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, Node>;
+pub type StoredMembership = openraft::StoredMembership<NodeId, Node>;
+pub type ClientWriteError = openraft::error::ClientWriteError<NodeId, Node>;
+pub type CheckIsLeaderError = openraft::error::CheckIsLeaderError<NodeId, Node>;
+pub type RaftError<E = openraft::error::Infallible> = openraft::error::RaftError<NodeId, E>;
+pub use openraft::{EntryPayload, ServerState};

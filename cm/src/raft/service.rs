@@ -1,0 +1,87 @@
+//! Server side of the peer Raft RPCs: decode, hand to the local Raft, encode the `Result`.
+use super::{Raft, TypeConfig};
+use aerie_proto::raft::{raft_server, RaftReply, RaftRequest};
+use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use tonic::{Request, Response, Status};
+
+pub struct RaftService {
+    raft: Raft,
+}
+
+impl RaftService {
+    pub fn new(raft: Raft) -> Self {
+        RaftService { raft }
+    }
+
+    pub fn into_server(self) -> raft_server::RaftServer<Self> {
+        raft_server::RaftServer::new(self)
+            .max_decoding_message_size(256 << 20)
+            .max_encoding_message_size(256 << 20)
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(req: &RaftRequest) -> Result<T, RaftReply> {
+    if req.version != super::network::PAYLOAD_VERSION {
+        return Err(RaftReply {
+            data: Vec::new(),
+            error: format!(
+                "unsupported Raft payload version {} (this CM speaks {})",
+                req.version,
+                super::network::PAYLOAD_VERSION
+            ),
+        });
+    }
+    serde_json::from_slice(&req.data).map_err(|e| RaftReply {
+        data: Vec::new(),
+        error: format!("cannot decode request: {e}"),
+    })
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> RaftReply {
+    match serde_json::to_vec(v) {
+        Ok(data) => RaftReply {
+            data,
+            error: String::new(),
+        },
+        Err(e) => RaftReply {
+            data: Vec::new(),
+            error: format!("cannot encode reply: {e}"),
+        },
+    }
+}
+
+#[tonic::async_trait]
+impl raft_server::Raft for RaftService {
+    async fn append_entries(
+        &self,
+        request: Request<RaftRequest>,
+    ) -> Result<Response<RaftReply>, Status> {
+        let req: AppendEntriesRequest<TypeConfig> = match decode(request.get_ref()) {
+            Ok(r) => r,
+            Err(reply) => return Ok(Response::new(reply)),
+        };
+        let res = self.raft.append_entries(req).await;
+        Ok(Response::new(encode(&res)))
+    }
+
+    async fn vote(&self, request: Request<RaftRequest>) -> Result<Response<RaftReply>, Status> {
+        let req: VoteRequest<u64> = match decode(request.get_ref()) {
+            Ok(r) => r,
+            Err(reply) => return Ok(Response::new(reply)),
+        };
+        let res = self.raft.vote(req).await;
+        Ok(Response::new(encode(&res)))
+    }
+
+    async fn install_snapshot(
+        &self,
+        request: Request<RaftRequest>,
+    ) -> Result<Response<RaftReply>, Status> {
+        let req: InstallSnapshotRequest<TypeConfig> = match decode(request.get_ref()) {
+            Ok(r) => r,
+            Err(reply) => return Ok(Response::new(reply)),
+        };
+        let res = self.raft.install_snapshot(req).await;
+        Ok(Response::new(encode(&res)))
+    }
+}

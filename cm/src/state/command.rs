@@ -1,0 +1,113 @@
+//! The commands of the replicated log and their responses.
+//!
+//! Log entries are stored and shipped as JSON. Each entry is a [`Request`] with a version tag:
+//! a later binary that changes a command's shape keeps decoding `v: 1` entries (new fields get
+//! `#[serde(default)]`, renamed commands keep an alias) so old logs still apply after upgrades.
+use super::policy::{CycleRecord, DrainRequest, Quota};
+use crate::accountant::AccountantCommand;
+use serde::{Deserialize, Serialize};
+
+/// The command encoding this binary writes.
+pub const COMMAND_VERSION: u32 = 1;
+
+/// One log entry's application data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub v: u32,
+    pub cmd: Command,
+}
+
+impl Request {
+    pub fn new(cmd: Command) -> Self {
+        Request {
+            v: COMMAND_VERSION,
+            cmd,
+        }
+    }
+}
+
+impl std::fmt::Display for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}:{}", self.v, self.cmd.name())
+    }
+}
+
+/// Everything that changes the replicated state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Command {
+    /// Changes nothing (leader confirmation, tests).
+    Noop,
+    /// A fair-share ledger change: a tick or any `condor_userprio` edit.
+    Accountant(AccountantCommand),
+    /// Runtime group quota; `None` returns to the configured value.
+    SetQuota {
+        group: String,
+        quota: Option<Quota>,
+    },
+    /// Runtime `GROUP_ACCEPT_SURPLUS` for one group; `None` returns to the configured value.
+    SetSurplus {
+        group: String,
+        allow: Option<bool>,
+    },
+    /// Runtime concurrency limit; `None` returns to the configured value.
+    SetLimit {
+        name: String,
+        limit: Option<f64>,
+    },
+    RequestDrain(DrainRequest),
+    CancelDrain {
+        machine: String,
+    },
+    /// Store an absent or offline ad (replaces one with the same type and name).
+    PutAd {
+        ad_type: String,
+        name: String,
+        text: String,
+        time: i64,
+    },
+    RemoveAd {
+        ad_type: String,
+        name: String,
+    },
+    /// The summary of a completed negotiation cycle.
+    RecordCycle(CycleRecord),
+}
+
+impl Command {
+    /// A short name for logs and metrics labels.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Noop => "noop",
+            Command::Accountant(_) => "accountant",
+            Command::SetQuota { .. } => "set_quota",
+            Command::SetSurplus { .. } => "set_surplus",
+            Command::SetLimit { .. } => "set_limit",
+            Command::RequestDrain(_) => "request_drain",
+            Command::CancelDrain { .. } => "cancel_drain",
+            Command::PutAd { .. } => "put_ad",
+            Command::RemoveAd { .. } => "remove_ad",
+            Command::RecordCycle(_) => "record_cycle",
+        }
+    }
+}
+
+/// What applying a command answered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandResponse {
+    pub ok: bool,
+    /// Why the command was refused (empty when `ok`).
+    #[serde(default)]
+    pub error: String,
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
+}
+
+impl CommandResponse {
+    pub fn refused(error: impl Into<String>) -> Self {
+        CommandResponse {
+            ok: false,
+            error: error.into(),
+            result: None,
+        }
+    }
+}

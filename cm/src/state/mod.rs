@@ -1,0 +1,205 @@
+//! The replicated state machine: everything the CMs agree on through Raft.
+//!
+//! [`PoolState`] is a plain value; [`PoolState::apply`] is the only way to change it and is
+//! deterministic (no clock, no randomness, no I/O), so every replica that applies the same
+//! committed log holds the same state. Time enters only inside commands (the leader's clock at
+//! proposal time), and [`PoolState::now`] never runs backwards across leaders.
+//!
+//! A command the state refuses (unknown submitter, bad value) is still a committed log entry:
+//! it changes nothing and its [`CommandResponse`] carries the reason.
+mod command;
+mod policy;
+
+pub use command::{Command, CommandResponse, Request, COMMAND_VERSION};
+pub use policy::{AdRecord, CycleRecord, DrainRequest, GroupPolicy, Quota, MAX_CYCLE_RECORDS};
+
+use crate::accountant::{Accountant, AccountantCommand, AccountantParams};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The whole replicated state; a snapshot is this value serialized.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolState {
+    /// The fair-share ledger (priorities, factors, usage).
+    pub accountant: Accountant,
+    /// Runtime group policy (quota, surplus) by group name, overriding the config files.
+    #[serde(default)]
+    pub groups: BTreeMap<String, GroupPolicy>,
+    /// Runtime concurrency limits by limit name (lower case, as HTCondor compares them).
+    #[serde(default)]
+    pub limits: BTreeMap<String, f64>,
+    /// Pending drain requests by machine name.
+    #[serde(default)]
+    pub drains: BTreeMap<String, DrainRequest>,
+    /// Absent and offline ads: ad type -> name -> ClassAd text.
+    #[serde(default)]
+    pub ads: BTreeMap<String, BTreeMap<String, AdRecord>>,
+    /// The most recent negotiation cycle records (bounded).
+    #[serde(default)]
+    pub cycles: VecDeque<CycleRecord>,
+    /// Highest time (Unix seconds) carried by any applied command; never decreases.
+    #[serde(default)]
+    pub now: i64,
+    /// Number of commands applied (refused ones included), a cheap convergence check.
+    #[serde(default)]
+    pub applied_commands: u64,
+}
+
+impl Default for PoolState {
+    fn default() -> Self {
+        PoolState::new(AccountantParams::default())
+    }
+}
+
+impl PoolState {
+    /// An empty pool with the given accountant parameters.
+    pub fn new(params: AccountantParams) -> Self {
+        PoolState {
+            accountant: Accountant::new(params),
+            groups: BTreeMap::new(),
+            limits: BTreeMap::new(),
+            drains: BTreeMap::new(),
+            ads: BTreeMap::new(),
+            cycles: VecDeque::new(),
+            now: 0,
+            applied_commands: 0,
+        }
+    }
+
+    /// Applies one committed request. Deterministic; a refused command leaves the state as it
+    /// was (apart from the applied-commands counter) and answers with the reason.
+    pub fn apply(&mut self, req: &Request) -> CommandResponse {
+        self.applied_commands += 1;
+        if req.v > COMMAND_VERSION {
+            return CommandResponse::refused(format!(
+                "command version {} is newer than this CM understands ({COMMAND_VERSION})",
+                req.v
+            ));
+        }
+        match self.apply_command(&req.cmd) {
+            Ok(result) => CommandResponse {
+                ok: true,
+                error: String::new(),
+                result,
+            },
+            Err(e) => CommandResponse::refused(e),
+        }
+    }
+
+    fn apply_command(&mut self, cmd: &Command) -> Result<Option<serde_json::Value>, String> {
+        match cmd {
+            Command::Noop => Ok(None),
+            Command::Accountant(ac) => {
+                // The accountant refuses ticks older than its last one itself.
+                self.accountant.apply(ac).map_err(|e| e.to_string())?;
+                if let AccountantCommand::Tick { now, .. } = ac {
+                    self.now = self.now.max(*now);
+                }
+                Ok(None)
+            }
+            Command::SetQuota { group, quota } => {
+                policy::check_group_name(group)?;
+                if let Some(q) = quota {
+                    q.validate()?;
+                }
+                self.groups.entry(group.clone()).or_default().quota = *quota;
+                self.prune_group(group);
+                Ok(None)
+            }
+            Command::SetSurplus { group, allow } => {
+                policy::check_group_name(group)?;
+                self.groups.entry(group.clone()).or_default().accept_surplus = *allow;
+                self.prune_group(group);
+                Ok(None)
+            }
+            Command::SetLimit { name, limit } => {
+                let key = policy::limit_key(name)?;
+                match limit {
+                    Some(v) => {
+                        if !v.is_finite() || *v < 0.0 {
+                            return Err(format!(
+                                "bad value for concurrency limit {name}: {v} (must be a number >= 0)"
+                            ));
+                        }
+                        self.limits.insert(key, *v);
+                    }
+                    None => {
+                        self.limits.remove(&key);
+                    }
+                }
+                Ok(None)
+            }
+            Command::RequestDrain(d) => {
+                if d.machine.is_empty() {
+                    return Err("drain request without a machine name".into());
+                }
+                self.drains.insert(d.machine.clone(), d.clone());
+                Ok(None)
+            }
+            Command::CancelDrain { machine } => {
+                if self.drains.remove(machine).is_none() {
+                    return Err(format!("no drain request for machine {machine}"));
+                }
+                Ok(None)
+            }
+            Command::PutAd {
+                ad_type,
+                name,
+                text,
+                time,
+            } => {
+                if ad_type.is_empty() || name.is_empty() {
+                    return Err("an absent/offline ad needs an ad type and a name".into());
+                }
+                self.ads.entry(ad_type.clone()).or_default().insert(
+                    name.clone(),
+                    AdRecord {
+                        text: text.clone(),
+                        time: *time,
+                    },
+                );
+                Ok(None)
+            }
+            Command::RemoveAd { ad_type, name } => {
+                let removed = self
+                    .ads
+                    .get_mut(ad_type)
+                    .and_then(|m| m.remove(name))
+                    .is_some();
+                if self.ads.get(ad_type).is_some_and(|m| m.is_empty()) {
+                    self.ads.remove(ad_type);
+                }
+                if !removed {
+                    return Err(format!("no {ad_type} ad named {name}"));
+                }
+                Ok(None)
+            }
+            Command::RecordCycle(rec) => {
+                if let Some(last) = self.cycles.back() {
+                    if (rec.term, rec.cycle) <= (last.term, last.cycle) {
+                        return Err(format!(
+                            "cycle record (term {}, cycle {}) is not after (term {}, cycle {})",
+                            rec.term, rec.cycle, last.term, last.cycle
+                        ));
+                    }
+                }
+                self.cycles.push_back(rec.clone());
+                while self.cycles.len() > MAX_CYCLE_RECORDS {
+                    self.cycles.pop_front();
+                }
+                self.now = self.now.max(rec.end_time);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Drops a group entry that no longer overrides anything.
+    fn prune_group(&mut self, group: &str) {
+        if self.groups.get(group).is_some_and(|g| g.is_empty()) {
+            self.groups.remove(group);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,113 @@
+//! Runtime pool policy records held in the replicated state.
+use serde::{Deserialize, Serialize};
+
+/// How many negotiation cycle records the state keeps.
+pub const MAX_CYCLE_RECORDS: usize = 100;
+
+/// A group quota: an absolute number of slots (weighted), or a fraction of the parent's quota,
+/// as `GROUP_QUOTA_<g>` and `GROUP_QUOTA_DYNAMIC_<g>` express them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Quota {
+    Static(f64),
+    Dynamic(f64),
+}
+
+impl Quota {
+    /// Refuses negative, infinite and NaN quotas, and fractions above 1.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            Quota::Static(v) if !v.is_finite() || v < 0.0 => {
+                Err(format!("bad quota {v}: must be a number >= 0"))
+            }
+            Quota::Dynamic(v) if !v.is_finite() || !(0.0..=1.0).contains(&v) => {
+                Err(format!("bad quota fraction {v}: must be between 0 and 1"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runtime overrides for one accounting group; `None` means "as the config files say".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupPolicy {
+    #[serde(default)]
+    pub quota: Option<Quota>,
+    /// `GROUP_ACCEPT_SURPLUS_<g>`.
+    #[serde(default)]
+    pub accept_surplus: Option<bool>,
+}
+
+impl GroupPolicy {
+    pub fn is_empty(&self) -> bool {
+        self.quota.is_none() && self.accept_surplus.is_none()
+    }
+}
+
+/// An admin's request to drain a machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DrainRequest {
+    pub machine: String,
+    /// "graceful", "quick" or "fast", as condor_drain -how.
+    pub how: String,
+    #[serde(default)]
+    pub reason: String,
+    /// Leader time when requested (Unix seconds).
+    pub time: i64,
+}
+
+/// One absent or offline ad.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdRecord {
+    /// The ad in ClassAd (new) syntax.
+    pub text: String,
+    /// Leader time when it was stored (Unix seconds).
+    pub time: i64,
+}
+
+/// The summary of one negotiation cycle, committed by the leader that ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CycleRecord {
+    pub term: u64,
+    pub cycle: u64,
+    pub start_time: i64,
+    pub end_time: i64,
+    pub slots: u64,
+    pub submitters: u64,
+    pub matches: u64,
+    pub rejections: u64,
+}
+
+/// Group names as `condor_userprio`/config use them: `group_x` or `group_x.sub`, or `<none>`.
+pub fn check_group_name(group: &str) -> Result<(), String> {
+    if group.is_empty() {
+        return Err("empty group name".into());
+    }
+    if group == "<none>" {
+        return Ok(());
+    }
+    if let Some(bad) = group
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.' || *c == '-'))
+    {
+        return Err(format!(
+            "bad group name {group:?}: character {bad:?} is not allowed"
+        ));
+    }
+    Ok(())
+}
+
+/// Concurrency limit names are case-insensitive in HTCondor; store them lower case.
+pub fn limit_key(name: &str) -> Result<String, String> {
+    if name.is_empty() {
+        return Err("empty concurrency limit name".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.'))
+    {
+        return Err(format!(
+            "bad concurrency limit name {name:?}: character {bad:?} is not allowed"
+        ));
+    }
+    Ok(name.to_ascii_lowercase())
+}

@@ -1,0 +1,133 @@
+use super::*;
+use crate::accountant::Usage;
+
+fn req(cmd: Command) -> Request {
+    Request::new(cmd)
+}
+
+#[test]
+fn quota_and_limit_changes_apply_and_bad_values_are_refused_without_change() {
+    let mut s = PoolState::default();
+    let r = s.apply(&req(Command::SetQuota {
+        group: "group_a".into(),
+        quota: Some(Quota::Static(10.0)),
+    }));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(s.groups["group_a"].quota, Some(Quota::Static(10.0)));
+    let before = s.groups.clone();
+    let r = s.apply(&req(Command::SetQuota {
+        group: "group_a".into(),
+        quota: Some(Quota::Dynamic(1.5)),
+    }));
+    assert!(!r.ok);
+    assert!(r.error.contains("between 0 and 1"), "{}", r.error);
+    assert_eq!(s.groups, before);
+    let r = s.apply(&req(Command::SetLimit {
+        name: "SW_License".into(),
+        limit: Some(4.0),
+    }));
+    assert!(r.ok);
+    assert_eq!(s.limits["sw_license"], 4.0);
+    let r = s.apply(&req(Command::SetLimit {
+        name: "x".into(),
+        limit: Some(-1.0),
+    }));
+    assert!(!r.ok && r.error.contains("bad value"), "{r:?}");
+    // Clearing the quota and surplus removes the group entry.
+    s.apply(&req(Command::SetQuota {
+        group: "group_a".into(),
+        quota: None,
+    }));
+    assert!(!s.groups.contains_key("group_a"));
+    assert_eq!(s.applied_commands, 5);
+}
+
+#[test]
+fn same_commands_give_same_state_and_snapshot_round_trips() {
+    let cmds = vec![
+        Command::Accountant(AccountantCommand::Tick {
+            now: 1000,
+            usage: vec![Usage {
+                submitter: "alice@pool".into(),
+                weighted_slots: 4.0,
+            }],
+        }),
+        Command::Accountant(AccountantCommand::Tick {
+            now: 2000,
+            usage: vec![Usage {
+                submitter: "alice@pool".into(),
+                weighted_slots: 4.0,
+            }],
+        }),
+        Command::Accountant(AccountantCommand::SetFactor {
+            name: "alice@pool".into(),
+            value: 500.0,
+        }),
+        Command::SetSurplus {
+            group: "group_b".into(),
+            allow: Some(true),
+        },
+        Command::PutAd {
+            ad_type: "Machine".into(),
+            name: "slot1@host".into(),
+            text: "[ Name = \"slot1@host\"; Absent = true ]".into(),
+            time: 2000,
+        },
+    ];
+    let mut a = PoolState::default();
+    let mut b = PoolState::default();
+    for c in &cmds {
+        // Through JSON, as the log stores them.
+        let j = serde_json::to_string(&req(c.clone())).unwrap();
+        let r: Request = serde_json::from_str(&j).unwrap();
+        assert!(a.apply(&r).ok);
+        assert!(b.apply(&r).ok);
+    }
+    let ja = serde_json::to_string(&a).unwrap();
+    assert_eq!(ja, serde_json::to_string(&b).unwrap());
+    let back: PoolState = serde_json::from_str(&ja).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), ja);
+    assert_eq!(a.now, 2000);
+    let rec = a.accountant.record("alice@pool").unwrap();
+    assert_eq!(rec.priority_factor, 500.0);
+}
+
+#[test]
+fn old_tick_is_refused_and_unknown_submitter_reports_name() {
+    let mut s = PoolState::default();
+    let tick = |now| {
+        req(Command::Accountant(AccountantCommand::Tick {
+            now,
+            usage: vec![],
+        }))
+    };
+    assert!(s.apply(&tick(100)).ok);
+    let r = s.apply(&tick(50));
+    assert!(!r.ok);
+    assert_eq!(s.now, 100);
+    let r = s.apply(&req(Command::Accountant(AccountantCommand::ResetUsage {
+        name: "nobody@nowhere".into(),
+    })));
+    assert!(!r.ok);
+    assert!(r.error.contains("nobody@nowhere"), "{}", r.error);
+}
+
+#[test]
+fn future_command_version_is_refused() {
+    let mut s = PoolState::default();
+    let r = s.apply(&Request {
+        v: COMMAND_VERSION + 1,
+        cmd: Command::Noop,
+    });
+    assert!(!r.ok && r.error.contains("newer"));
+}
+
+#[test]
+fn version_1_log_entry_text_still_decodes() {
+    // The exact JSON a v1 binary writes; keep this test when changing Command.
+    let j = r#"{"v":1,"cmd":{"SetQuota":{"group":"group_a","quota":{"Dynamic":0.25}}}}"#;
+    let r: Request = serde_json::from_str(j).unwrap();
+    let mut s = PoolState::default();
+    assert!(s.apply(&r).ok);
+    assert_eq!(s.groups["group_a"].quota, Some(Quota::Dynamic(0.25)));
+}

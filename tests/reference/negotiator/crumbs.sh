@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Differential scenario for the negotiator: 33 one-core slots, two submitters with equal
+# (fresh) priorities and 50 idle jobs each. Runs the real HTCondor 23.9.6 pool in the chroot
+# and prints the matches of its first negotiation cycle per submitter, as
+#   MATCHES <submitter> <count>
+# Aerie's expectation (cm/tests/negotiator_seeds.rs `deterministic`): 16 + 16, the 33rd slot
+# is a crumb below the minimum slot weight and stays unmatched in that cycle.
+# Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/crumbs.sh
+set -euo pipefail
+ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
+T=/work/shared/tools/reference-htcondor.sh
+N=${N:-33}
+export ROOT
+$T pool-up
+mkdir -p "$ROOT/srv/negotiator"
+ads="$ROOT/srv/negotiator/slots.ads"
+: > "$ads"
+for i in $(seq 1 "$N"); do
+  cat >> "$ads" <<AD
+MyType = "Machine"
+Name = "slot1@node$i.ref.test"
+Machine = "node$i.ref.test"
+MyAddress = "<127.0.0.1:40000?sock=node$i>"
+StartdIpAddr = "<127.0.0.1:40000?sock=node$i>"
+State = "Unclaimed"
+Activity = "Idle"
+Arch = "X86_64"
+OpSys = "LINUX"
+Cpus = 1
+Memory = 1024
+Disk = 1000000
+SlotID = 1
+SlotWeight = Cpus
+Requirements = true
+Rank = 0
+WantClaiming = false
+UidDomain = "ref.test"
+FileSystemDomain = "ref.test"
+
+AD
+done
+$T advertise "$ads"
+for u in alice bob; do
+  cat > "$ROOT/home/ref/$u.sub" <<SUB
+executable = /bin/true
+accounting_group_user = $u
+request_cpus = 1
+request_memory = 1
+request_disk = 1
+queue 50
+SUB
+  $T tool condor_submit "$u.sub" >/dev/null
+done
+log="$ROOT/srv/ref/pool/log/NegotiatorLog"
+# Wait for a cycle that saw both submitters and finished.
+for _ in $(seq 1 120); do
+  if awk '/Started Negotiation Cycle/{c++; two=0} /include 2 submitter/{two=1} /Finished Negotiation Cycle/{if (two) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
+    break
+  fi
+  sleep 1
+done
+# Matches of the first cycle that saw both submitters.
+awk '/Started Negotiation Cycle/{c++; two=0} /include 2 submitter/{if (!want) {two=1; want=c}} c==want && want && /Matched/{print $5}' "$log" \
+  | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+$T pool-down

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Differential scenario for group quotas (the manual's surplus example): 30 slots; physics 20
+# (no surplus), physics.hep 15 and physics.lep 5 (surplus), chemistry 10; oversubscription off.
+# DEMAND="hep:60" (default) or e.g. DEMAND="hep:60 lep:60 chemistry:60".
+# Prints MATCHES per submitter for the first cycle that saw every submitter.
+# Aerie's expectation (cm/tests/negotiator_seeds.rs `surplus_hard_cap`): hep only -> 20;
+# all three -> 15 / 5 / 10.
+# Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/groups.sh
+set -euo pipefail
+ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
+T=/work/shared/tools/reference-htcondor.sh
+N=${N:-30}
+DEMAND=${DEMAND:-hep:60}
+export ROOT
+$T pool-up
+mkdir -p "$ROOT/srv/negotiator"
+ads="$ROOT/srv/negotiator/slots.ads"
+: > "$ads"
+for i in $(seq 1 "$N"); do
+  cat >> "$ads" <<AD
+MyType = "Machine"
+Name = "slot1@node$i.ref.test"
+Machine = "node$i.ref.test"
+MyAddress = "<127.0.0.1:40000?sock=node$i>"
+StartdIpAddr = "<127.0.0.1:40000?sock=node$i>"
+State = "Unclaimed"
+Activity = "Idle"
+Arch = "X86_64"
+OpSys = "LINUX"
+Cpus = 1
+Memory = 1024
+Disk = 1000000
+SlotID = 1
+SlotWeight = Cpus
+Requirements = true
+Rank = 0
+WantClaiming = false
+UidDomain = "ref.test"
+FileSystemDomain = "ref.test"
+
+AD
+done
+cat > "$ROOT/srv/ref/pool/config.d/groups.conf" <<CFG
+GROUP_NAMES = group_physics, group_physics.hep, group_physics.lep, group_chemistry
+GROUP_QUOTA_group_physics = 20
+GROUP_QUOTA_group_physics.hep = 15
+GROUP_QUOTA_group_physics.lep = 5
+GROUP_QUOTA_group_chemistry = 10
+GROUP_ACCEPT_SURPLUS = False
+GROUP_ACCEPT_SURPLUS_group_physics = False
+GROUP_ACCEPT_SURPLUS_group_physics.hep = True
+GROUP_ACCEPT_SURPLUS_group_physics.lep = True
+NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION = False
+CFG
+$T tool condor_reconfig >/dev/null
+sleep 3
+$T advertise "$ads"
+nsub=0
+for spec in $DEMAND; do
+  IFS=: read -r g n <<<"$spec"
+  case $g in hep|lep) grp=group_physics.$g ;; *) grp=group_$g ;; esac
+  cat > "$ROOT/home/ref/$g.sub" <<SUB
+executable = /bin/true
+accounting_group = $grp
+accounting_group_user = u$g
+request_cpus = 1
+request_memory = 1
+request_disk = 1
+queue $n
+SUB
+  $T tool condor_submit "$g.sub" >/dev/null
+  nsub=$((nsub + 1))
+done
+log="$ROOT/srv/ref/pool/log/NegotiatorLog"
+# Wait for a cycle that saw both submitters and finished.
+for _ in $(seq 1 120); do
+  if awk '/Started Negotiation Cycle/{c++; two=0} /include '"$nsub"' submitter/{two=1} /Finished Negotiation Cycle/{if (two) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
+    break
+  fi
+  sleep 1
+done
+# Matches of the first cycle that saw both submitters.
+awk '/Started Negotiation Cycle/{c++; two=0} /include '"$nsub"' submitter/{if (!want) {two=1; want=c}} c==want && want && /Matched/{print $5}' "$log" \
+  | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+$T pool-down

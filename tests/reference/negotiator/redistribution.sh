@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Differential scenario for the negotiator: 70 one-core slots; a, b, c with real priorities
+# 5, 10, 20 (factor 1); a has 5 idle jobs, b and c 100 each. Prints the matches of the first
+# cycle that saw all three submitters, as MATCHES <submitter> <count>.
+# Aerie's expectation (cm/tests/negotiator_seeds.rs `unused_share_is_redistributed_by_later_spins`):
+# a 5, b 46, c 19.
+# Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/redistribution.sh
+set -euo pipefail
+ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
+T=/work/shared/tools/reference-htcondor.sh
+N=${N:-70}
+export ROOT
+$T pool-up
+mkdir -p "$ROOT/srv/negotiator"
+ads="$ROOT/srv/negotiator/slots.ads"
+: > "$ads"
+for i in $(seq 1 "$N"); do
+  cat >> "$ads" <<AD
+MyType = "Machine"
+Name = "slot1@node$i.ref.test"
+Machine = "node$i.ref.test"
+MyAddress = "<127.0.0.1:40000?sock=node$i>"
+StartdIpAddr = "<127.0.0.1:40000?sock=node$i>"
+State = "Unclaimed"
+Activity = "Idle"
+Arch = "X86_64"
+OpSys = "LINUX"
+Cpus = 1
+Memory = 1024
+Disk = 1000000
+SlotID = 1
+SlotWeight = Cpus
+Requirements = true
+Rank = 0
+WantClaiming = false
+UidDomain = "ref.test"
+FileSystemDomain = "ref.test"
+
+AD
+done
+$T advertise "$ads"
+for spec in a:5:5 b:10:100 c:20:100; do
+  IFS=: read -r u prio n <<<"$spec"
+  $T tool condor_userprio -setfactor "$u@ref.test" 1 >/dev/null
+  $T tool condor_userprio -setprio "$u@ref.test" "$prio" >/dev/null
+  cat > "$ROOT/home/ref/$u.sub" <<SUB
+executable = /bin/true
+accounting_group_user = $u
+request_cpus = 1
+request_memory = 1
+request_disk = 1
+queue $n
+SUB
+  $T tool condor_submit "$u.sub" >/dev/null
+done
+log="$ROOT/srv/ref/pool/log/NegotiatorLog"
+# Wait for a cycle that saw both submitters and finished.
+for _ in $(seq 1 120); do
+  if awk '/Started Negotiation Cycle/{c++; two=0} /include 3 submitter/{two=1} /Finished Negotiation Cycle/{if (two) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
+    break
+  fi
+  sleep 1
+done
+# Matches of the first cycle that saw both submitters.
+awk '/Started Negotiation Cycle/{c++; two=0} /include 3 submitter/{if (!want) {two=1; want=c}} c==want && want && /Matched/{print $5}' "$log" \
+  | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+$T pool-down

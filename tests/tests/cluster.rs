@@ -1,0 +1,393 @@
+//! The replicated core between real `aerie-cm` processes on loopback.
+//!
+//! Each test starts its own cluster (random ports, temp data dirs); the harness kills every
+//! process on drop, failure included. Timeouts are generous: these tests assert what happens;
+//! how fast it happens is measured by `examples/raft_bench.rs`.
+use aerie_tests::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
+
+fn start(n: u64, env: &[(&str, &str)]) -> Cluster {
+    Cluster::start(daemon_bin(BIN), n, env).expect("start cluster")
+}
+
+fn addrs(c: &Cluster) -> Vec<String> {
+    c.running().into_iter().map(|(_, a)| a).collect()
+}
+
+const LEADER_WAIT: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_through_any_node_apply_everywhere_and_reads_are_linearizable() {
+    let c = start(3, &[]);
+    wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    // One write through each node (two of them are followers and forward).
+    for (id, a) in c.running() {
+        let r = write(&a, &set_limit(&format!("via_{id}"), id as f64))
+            .await
+            .expect("write");
+        assert!(r.ok, "{}", r.error);
+        assert!(r.log_index > 0);
+    }
+    // Every node applies all of them.
+    for (_, a) in c.running() {
+        let a2 = a.clone();
+        eventually("all writes applied", Duration::from_secs(10), || {
+            let a = a2.clone();
+            async move {
+                let l = limits(&a, true).await?;
+                Ok((l.len() == 3).then_some(()))
+            }
+        })
+        .await
+        .expect("replicated");
+    }
+    // Linearizable: a read through any node right after an acknowledged write sees it.
+    let nodes = c.running();
+    for i in 0..12u64 {
+        let (_, w) = &nodes[(i % 3) as usize];
+        let (_, r) = &nodes[((i + 1) % 3) as usize];
+        let r1 = write(w, &set_limit("counter", i as f64))
+            .await
+            .expect("write");
+        assert!(r1.ok);
+        let l = limits(r, false).await.expect("linearizable read");
+        assert_eq!(
+            l.get("counter"),
+            Some(&(i as f64)),
+            "read through {r} after write through {w}"
+        );
+    }
+    // A refused command is committed but changes nothing, and says why.
+    let r = write(&nodes[1].1, &set_limit("bad", -3.0))
+        .await
+        .expect("write");
+    assert!(!r.ok);
+    assert!(r.error.contains("bad value"), "{}", r.error);
+    let r = write(
+        &nodes[2].1,
+        &json!({"v":1,"cmd":{"Accountant":{"ResetUsage":{"name":"nobody@nowhere"}}}}),
+    )
+    .await
+    .expect("write");
+    assert!(!r.ok && r.error.contains("nobody@nowhere"), "{}", r.error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
+    let mut c = start(3, &[]);
+    let leader = wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let all = addrs(&c);
+    let mut acked = BTreeMap::new();
+    for i in 0..30u64 {
+        let name = format!("w{i}");
+        write_retry(&all, &set_limit(&name, i as f64), Duration::from_secs(10))
+            .await
+            .expect("write");
+        acked.insert(name, i as f64);
+    }
+    c.kill(leader);
+    let survivors = c.running();
+    let new_leader = wait_leader(&survivors, LEADER_WAIT)
+        .await
+        .expect("new leader");
+    assert_ne!(new_leader, leader);
+    let live = addrs(&c);
+    for (name, v) in &acked {
+        let l = limits(&live[0], false).await.expect("read");
+        assert_eq!(
+            l.get(name),
+            Some(v),
+            "acknowledged write {name} lost after leader kill"
+        );
+    }
+    for i in 30..40u64 {
+        let name = format!("w{i}");
+        write_retry(&live, &set_limit(&name, i as f64), Duration::from_secs(10))
+            .await
+            .expect("write after failover");
+        acked.insert(name, i as f64);
+    }
+    // The old leader rejoins from its own disk and catches up.
+    c.restart(leader).expect("restart");
+    let old = c.addr(leader);
+    let want = acked.clone();
+    eventually("old leader caught up", Duration::from_secs(20), || {
+        let (a, want) = (old.clone(), want.clone());
+        async move {
+            let l = limits(&a, true).await?;
+            Ok(want.iter().all(|(k, v)| l.get(k) == Some(v)).then_some(()))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\nlog:\n{}", c.log(leader)));
+    let st = status(&old).await.expect("status");
+    assert_eq!(st.leader.map(|l| l.id), Some(new_leader));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_quorum_writes_fail_clearly_and_resume_after_restart() {
+    let mut c = start(3, &[]);
+    let leader = wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let all = addrs(&c);
+    write_retry(&all, &set_limit("before", 1.0), Duration::from_secs(10))
+        .await
+        .expect("write");
+    let followers: Vec<u64> = c.ids().into_iter().filter(|i| *i != leader).collect();
+    for f in &followers {
+        c.kill(*f);
+    }
+    let la = c.addr(leader);
+    let t = Instant::now();
+    let err = match write(&la, &set_limit("during", 2.0)).await {
+        Ok(r) => panic!("write without quorum answered {r:?}"),
+        Err(e) => format!("{e:#}"),
+    };
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "no-quorum error took {took:?}"
+    );
+    assert!(err.contains("no quorum"), "{err}");
+    assert!(err.contains("2 of 3 CMs unreachable"), "{err}");
+    for f in &followers {
+        assert!(
+            err.contains(&format!("node {f} (")),
+            "{err} should name node {f}"
+        );
+    }
+    // Restart them: writes resume, nothing acknowledged is lost.
+    for f in &followers {
+        c.restart(*f).expect("restart");
+    }
+    let all = addrs(&c);
+    write_retry(&all, &set_limit("after", 3.0), Duration::from_secs(20))
+        .await
+        .expect("write after restart");
+    let l = limits(&all[0], false).await.expect("read");
+    assert_eq!(l.get("before"), Some(&1.0));
+    assert_eq!(l.get("after"), Some(&3.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_cluster_restart_keeps_ledger_and_policy() {
+    let mut c = start(3, &[]);
+    wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let all = addrs(&c);
+    let cmds = vec![
+        json!({"v":1,"cmd":{"Accountant":{"Tick":{"now":1_700_000_000,"usage":[{"submitter":"alice@pool","weighted_slots":4.0},{"submitter":"group_a.bob@pool","weighted_slots":2.0}]}}}}),
+        json!({"v":1,"cmd":{"Accountant":{"Tick":{"now":1_700_003_600,"usage":[{"submitter":"alice@pool","weighted_slots":4.0}]}}}}),
+        json!({"v":1,"cmd":{"Accountant":{"SetFactor":{"name":"alice@pool","value":250.0}}}}),
+        json!({"v":1,"cmd":{"SetQuota":{"group":"group_a","quota":{"Static":40.0}}}}),
+        json!({"v":1,"cmd":{"SetSurplus":{"group":"group_a","allow":true}}}),
+        json!({"v":1,"cmd":{"PutAd":{"ad_type":"Machine","name":"slot1@n1","text":"[ Name = \"slot1@n1\"; Absent = true ]","time":1_700_003_600}}}),
+        set_limit("sw_license", 4.0),
+    ];
+    for cmd in &cmds {
+        let r = write_retry(&all, cmd, Duration::from_secs(10))
+            .await
+            .expect("write");
+        assert!(r.ok, "{}", r.error);
+    }
+    let before = query(&all[0], "state", false).await.expect("state");
+    assert_eq!(before["limits"]["sw_license"], 4.0);
+    for id in c.ids() {
+        c.stop(id);
+    }
+    for id in c.ids() {
+        c.restart(id).expect("restart");
+    }
+    wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader after restart");
+    for (_, a) in c.running() {
+        let a2 = a.clone();
+        let want = before["applied_commands"].clone();
+        let after = eventually("state restored", Duration::from_secs(15), || {
+            let (a, want) = (a2.clone(), want.clone());
+            async move {
+                let s = query(&a, "state", true).await?;
+                Ok((s["applied_commands"] == want).then_some(s))
+            }
+        })
+        .await
+        .expect("restored");
+        assert_eq!(after, before, "state on {a} differs after a full restart");
+    }
+    let rows = query(&all[1], "userprio", false).await.expect("userprio");
+    let alice = rows["rows"]
+        .as_array()
+        .and_then(|r| r.iter().find(|x| x["name"] == "alice@pool"))
+        .cloned()
+        .expect("alice in the ledger");
+    assert_eq!(alice["priority_factor"], 250.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_purge_the_log_and_a_fresh_node_catches_up_from_one() {
+    let mut c = start(
+        3,
+        &[
+            ("AERIE_SNAPSHOT_LOGS", "40"),
+            ("AERIE_SNAPSHOT_KEEP_LOGS", "5"),
+        ],
+    );
+    let leader = wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let all = addrs(&c);
+    // Load: 4 concurrent writers, 60 writes each.
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let all = all.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..60 {
+                write_retry(
+                    &all,
+                    &set_limit(&format!("l{w}_{i}"), i as f64),
+                    Duration::from_secs(10),
+                )
+                .await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await.expect("join").expect("writes");
+    }
+    let la = c.addr(leader);
+    let st = eventually(
+        "leader snapshotted and purged",
+        Duration::from_secs(15),
+        || {
+            let la = la.clone();
+            async move {
+                let s = status(&la).await?;
+                Ok((s.snapshot_index > 0 && s.purged_index > 0).then_some(s))
+            }
+        },
+    )
+    .await
+    .expect("snapshot + purge");
+    assert!(st.purged_index < st.snapshot_index + 1);
+    // A fresh node joins; the log it needs is purged, so it must install a snapshot.
+    let addr4 = c.spawn_joiner(4).expect("spawn joiner");
+    let mut admin = admin(&all[0]).await.expect("client");
+    let mut req = tonic::Request::new(aerie_proto::admin::AddMemberRequest {
+        addr: addr4.clone(),
+        id: 4,
+        forwarded: false,
+        learner_only: true,
+    });
+    req.set_timeout(Duration::from_secs(60));
+    let r = admin
+        .add_member(req)
+        .await
+        .expect("add learner")
+        .into_inner();
+    assert!(r.ok, "{}", r.error);
+    let want = limits(&all[0], false).await.expect("read");
+    assert_eq!(want.len(), 240);
+    eventually(
+        "fresh node has the whole state",
+        Duration::from_secs(20),
+        || {
+            let (a, want) = (addr4.clone(), want.clone());
+            async move { Ok((limits(&a, true).await? == want).then_some(())) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\nlog:\n{}", c.log(4)));
+    let s4 = status(&addr4).await.expect("status");
+    assert!(
+        s4.snapshot_index > 0,
+        "node 4 should have installed a snapshot: {s4:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_are_added_and_removed_while_writes_go_on() {
+    let mut c = start(3, &[]);
+    wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let addr4 = c.spawn_joiner(4).expect("joiner");
+    let mut targets = addrs(&c);
+    targets.retain(|a| *a != addr4);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (targets, stop) = (targets.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut acked = Vec::new();
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let name = format!("m{i}");
+                // Through nodes 2 and 3 (node 1 is removed meanwhile).
+                if write_retry(
+                    &targets[1..],
+                    &set_limit(&name, i as f64),
+                    Duration::from_secs(10),
+                )
+                .await
+                .is_ok()
+                {
+                    acked.push(name);
+                }
+                i += 1;
+            }
+            acked
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut a = admin(&targets[1]).await.expect("client");
+    let mut req = tonic::Request::new(aerie_proto::admin::AddMemberRequest {
+        addr: addr4.clone(),
+        id: 4,
+        forwarded: false,
+        learner_only: false,
+    });
+    req.set_timeout(Duration::from_secs(60));
+    let r = a.add_member(req).await.expect("add").into_inner();
+    assert!(r.ok, "{}", r.error);
+    let mut req = tonic::Request::new(aerie_proto::admin::RemoveMemberRequest {
+        id: 1,
+        forwarded: false,
+    });
+    req.set_timeout(Duration::from_secs(30));
+    let r = a.remove_member(req).await.expect("remove").into_inner();
+    assert!(r.ok, "{}", r.error);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let acked = writer.await.expect("writer");
+    assert!(
+        acked.len() > 5,
+        "too few writes went through: {}",
+        acked.len()
+    );
+    c.kill(1);
+    let rest: Vec<(u64, String)> = c.running();
+    wait_leader(&rest, LEADER_WAIT)
+        .await
+        .expect("leader of 2,3,4");
+    let st = status(&addr4).await.expect("status");
+    let mut members: Vec<(u64, bool)> = st.members.iter().map(|m| (m.id, m.voter)).collect();
+    members.sort();
+    assert_eq!(members, vec![(2, true), (3, true), (4, true)]);
+    let l = limits(&addr4, false)
+        .await
+        .expect("read through the new member");
+    for n in &acked {
+        assert!(l.contains_key(n), "acknowledged write {n} missing");
+    }
+}
