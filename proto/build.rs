@@ -3,7 +3,11 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protoc = protoc_bin_vendored::protoc_bin_path()?;
     std::env::set_var("PROTOC", protoc);
-    let files = ["proto/raft.proto", "proto/admin.proto"];
+    let files = [
+        "proto/raft.proto",
+        "proto/admin.proto",
+        "proto/collector.proto",
+    ];
     for f in files {
         println!("cargo:rerun-if-changed={f}");
     }

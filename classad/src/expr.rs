@@ -92,6 +92,12 @@ pub enum Expr {
     /// `relTime("...")` folded at parse time: libclassad prints it as a relTime literal but
     /// evaluates it to a real number of seconds.
     RelTimeLit(f64),
+    /// An absolute-time literal read from an old-syntax ad: printed as written, but libclassad
+    /// evaluates it in UTC (offset 0).
+    OldAbsTimeLit {
+        secs: i64,
+        offset_secs: i32,
+    },
     /// `name`: looked up in the current ad, its enclosing ads, then (matchmaking) TARGET.
     Attr(Name),
     /// `.name`: looked up from the outermost ad.
@@ -145,6 +151,16 @@ impl Expr {
         match (self, other) {
             (Lit(a), Lit(b)) => a.identical(b),
             (RelTimeLit(a), RelTimeLit(b)) => a == b,
+            (
+                OldAbsTimeLit {
+                    secs: a,
+                    offset_secs: x,
+                },
+                OldAbsTimeLit {
+                    secs: b,
+                    offset_secs: y,
+                },
+            ) => a == b && x == y,
             (Attr(a), Attr(b)) | (Abs(a), Abs(b)) => a == b,
             (Scoped(k1, _, a), Scoped(k2, _, b)) => k1 == k2 && a == b,
             (Select(e1, a), Select(e2, b)) => a == b && e1.same_as(e2),
@@ -183,7 +199,7 @@ impl Expr {
 
     fn collect_refs(&self, r: &mut References) {
         match self {
-            Expr::Lit(_) | Expr::RelTimeLit(_) => {}
+            Expr::Lit(_) | Expr::RelTimeLit(_) | Expr::OldAbsTimeLit { .. } => {}
             Expr::Attr(n) | Expr::Abs(n) => {
                 r.internal.insert(n.as_str().to_ascii_lowercase());
             }

@@ -447,6 +447,13 @@ impl Printer {
     fn expr_inner(&mut self, buf: &mut String, e: &Expr) {
         match e {
             Expr::Lit(v) => self.value(buf, v),
+            Expr::OldAbsTimeLit { secs, offset_secs } => self.value(
+                buf,
+                &Value::AbsTime {
+                    secs: *secs,
+                    offset_secs: *offset_secs,
+                },
+            ),
             Expr::RelTimeLit(r) => {
                 buf.push_str("relTime(\"");
                 rel_time_string(buf, *r);

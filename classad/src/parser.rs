@@ -450,10 +450,39 @@ fn parse_old_line(ad: &mut ClassAd, line: &str, lineno: u32) -> Result<(), Parse
     let rhs = &line[eq + 1..];
     let col = line[..eq + 1].chars().count() as u32 + 1;
     let mut p = Parser::new_at(rhs, true, lineno, col)?;
-    let e = p.expression()?;
+    let mut e = p.expression()?;
     p.finish()?;
+    zero_abs_offsets(&mut e);
     ad.insert_named(Name::new(name), e);
     Ok(())
+}
+
+/// libclassad's long-form (old syntax) reader evaluates absolute-time literals in UTC (the
+/// written offset is only kept for printing).
+fn zero_abs_offsets(e: &mut Expr) {
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || match e {
+        Expr::Lit(Value::AbsTime { secs, offset_secs }) => {
+            *e = Expr::OldAbsTimeLit {
+                secs: *secs,
+                offset_secs: *offset_secs,
+            }
+        }
+        Expr::Select(x, _) | Expr::Unary(_, x) | Expr::Paren(x) => zero_abs_offsets(x),
+        Expr::Index(a, b) | Expr::Binary(_, a, b) => {
+            zero_abs_offsets(a);
+            zero_abs_offsets(b);
+        }
+        Expr::Cond(c, m, x) => {
+            zero_abs_offsets(c);
+            if let Some(m) = m {
+                zero_abs_offsets(m);
+            }
+            zero_abs_offsets(x);
+        }
+        Expr::Call(c) => c.args.iter_mut().for_each(zero_abs_offsets),
+        Expr::List(l) => l.iter_mut().for_each(zero_abs_offsets),
+        _ => {}
+    })
 }
 
 /// Lines of `text` with their 1-based numbers, without `\r`.

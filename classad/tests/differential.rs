@@ -8,12 +8,16 @@
 //! - `old_syntax_ads_agree`: old-syntax (`condor_status -long`) ad parsing.
 //!
 //! The reference judges: a disagreement is our bug unless a test in pinned.rs says why we
-//! deliberately differ. Without the reference every test here fails and says how to install it
+//! deliberately differ, or tests/known_differences.txt pins it (reference's result, ours and the
+//! cause; those cases are excluded from the generic comparison and asserted to still differ
+//! exactly as recorded, see common/known.rs). Without the reference every test here fails and says how to install it
 //! (`scripts/reference.sh classad`).
 mod common;
 
+use common::known::{case_key, dump_new, known_differences, result_only};
 use common::*;
 use serde_json::{json, Value as Json};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// How many disagreements a failure prints (AERIE_DIFF_SHOW to see more).
@@ -62,9 +66,49 @@ fn generated_cases_agree() {
         rows.len()
     );
     let (ok, skipped, bad) = compare_all(&rows);
+    // Known differences: excluded from the generic comparison, asserted to still be as recorded.
+    let known = known_differences("generated");
+    let known_keys: HashSet<_> = known.iter().map(|k| k.key()).collect();
+    let mut problems = Vec::new();
+    let mut found = HashSet::new();
+    for row in &rows {
+        let key = case_key(row);
+        if !known_keys.contains(&key) || !found.insert(key.clone()) {
+            continue;
+        }
+        for k in known.iter().filter(|k| k.key() == key) {
+            problems.extend(k.check_result(&result_only(row), &eval_case(row)));
+        }
+    }
+    if seed == 1 && count == 100_000 {
+        problems.extend(
+            known
+                .iter()
+                .filter(|k| !found.contains(&k.key()))
+                .map(|k| k.stale()),
+        );
+    }
+    let bad: Vec<_> = bad
+        .into_iter()
+        .filter(|(row, _)| !known_keys.contains(&case_key(row)))
+        .collect();
+    dump_new(
+        "generated",
+        &bad.iter()
+            .map(|(row, ours)| (row.clone(), result_only(row), ours.clone()))
+            .collect::<Vec<_>>(),
+    );
     eprintln!(
-        "generated (seed {seed}): {ok} agree, {} disagree, {skipped} not judged",
-        bad.len()
+        "generated (seed {seed}): {} agree, {} disagree, {} known differences (pinned), \
+         {skipped} not judged",
+        ok,
+        bad.len(),
+        found.len()
+    );
+    assert!(
+        problems.is_empty(),
+        "known differences (tests/known_differences.txt) are not as recorded:\n{}",
+        problems.join("\n")
     );
     assert!(
         bad.is_empty(),
@@ -167,7 +211,16 @@ fn hand_written_cases_agree() {
     assert_eq!(rows.len(), cases.len());
     let mut bad = Vec::new();
     let mut skipped = 0;
+    let known = known_differences("hand-written");
+    let mut known_seen = HashSet::new();
+    let mut problems = Vec::new();
     for (c, row) in cases.iter().zip(&rows) {
+        let key = case_key(&c.case);
+        if let Some(k) = known.iter().find(|k| k.key() == key) {
+            known_seen.insert(key);
+            problems.extend(k.check_result(&result_only(row), &eval_case(&c.case)));
+            continue;
+        }
         if reference_could_not_judge(row) {
             skipped += 1;
             eprintln!(
@@ -184,13 +237,29 @@ fn hand_written_cases_agree() {
                 c.case["expr"].as_str().unwrap_or(""),
                 c.origin
             ));
+            dump_new(
+                "hand-written",
+                &[(c.case.clone(), result_only(&row), ours.clone())],
+            );
             bad.push((row, ours));
         }
     }
+    problems.extend(
+        known
+            .iter()
+            .filter(|k| !known_seen.contains(&k.key()))
+            .map(|k| k.stale()),
+    );
     eprintln!(
-        "hand-written: {} agree, {} disagree, {skipped} not judged",
-        cases.len() - bad.len() - skipped,
-        bad.len()
+        "hand-written: {} agree, {} disagree, {} known differences (pinned), {skipped} not judged",
+        cases.len() - bad.len() - skipped - known_seen.len(),
+        bad.len(),
+        known_seen.len()
+    );
+    assert!(
+        problems.is_empty(),
+        "known differences (tests/known_differences.txt) are not as recorded:\n{}",
+        problems.join("\n")
     );
     assert!(
         bad.is_empty(),
@@ -210,15 +279,36 @@ fn unparse_agrees() {
     exprs.extend((0..n as u64).map(|i| generated_expr(i)).collect::<Vec<_>>());
     let input: Vec<Json> = exprs.iter().map(|e| json!({"expr": e})).collect();
     let rows = run_script(&["--unparse"], &input);
+    let known = known_differences("unparse");
+    let known_map: HashMap<&str, &common::known::Known> =
+        known.iter().map(|k| (k.expr.as_str(), k)).collect();
+    let mut known_seen = HashSet::new();
+    let mut problems = Vec::new();
     let mut bad = Vec::new();
     for (e, row) in exprs.iter().zip(&rows) {
         let ours = classad::parse_expr(e).map(|x| x.to_string());
+        if let Some(k) = known_map.get(e.as_str()) {
+            if known_seen.insert(e.clone()) {
+                let reference = row.get("unparse").cloned().unwrap_or(Json::Null);
+                let ours = ours.as_ref().map_or(Json::Null, |o| json!(o));
+                problems.extend(k.check_text(&reference, &ours));
+            }
+            continue;
+        }
         let agree = match (row.get("unparse").and_then(Json::as_str), &ours) {
             (Some(r), Ok(o)) => r == o,
             (None, Err(_)) => true,
             _ => false,
         };
         if !agree {
+            dump_new(
+                "unparse",
+                &[(
+                    json!({"expr": e}),
+                    row.get("unparse").cloned().unwrap_or(Json::Null),
+                    ours.as_ref().map_or(Json::Null, |o| json!(o)),
+                )],
+            );
             bad.push(format!(
                 "expr:      {e}\nreference: {}\nours:      {}\n",
                 row.get("unparse")
@@ -230,6 +320,19 @@ fn unparse_agrees() {
             ));
         }
     }
+    if n == 20_000 {
+        problems.extend(
+            known
+                .iter()
+                .filter(|k| !known_seen.contains(&k.expr))
+                .map(|k| k.stale()),
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "known differences (tests/known_differences.txt) are not as recorded:\n{}",
+        problems.join("\n")
+    );
     assert!(
         bad.is_empty(),
         "unparse: {} of {} expressions disagree with the reference's unparser:\n\n{}",

@@ -1,4 +1,4 @@
-//! `aerie-cm serve`: one central-manager node (Raft member, admin API, metrics).
+//! `aerie-cm serve`: one central-manager node (Raft member, admin API, collector, metrics).
 //!
 //! Start a new 3-node cluster by giving every node the same `--peers` list; each bootstraps
 //! the cluster from it the first time it starts with an empty data directory (all nodes
@@ -44,6 +44,12 @@ pub struct Args {
     /// Serve Prometheus metrics over HTTP at this address (/metrics).
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
+    /// HTCondor-syntax configuration file: Raft knobs (AERIE_HEARTBEAT_INTERVAL,
+    /// AERIE_ELECTION_TIMEOUT, AERIE_SNAPSHOT_LOGS, AERIE_SNAPSHOT_KEEP_LOGS; the environment
+    /// overrides them) and the accountant's parameters (PRIORITY_HALFLIFE, DEFAULT_PRIO_FACTOR,
+    /// GROUP_NAMES, GROUP_PRIO_FACTOR_<g>...), which the leader commits when they change.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// How long an admin write or linearizable read waits for a quorum (ms).
     #[arg(long, env = "AERIE_ADMIN_TIMEOUT", default_value_t = 5000)]
     pub admin_timeout_ms: u64,
@@ -118,7 +124,26 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
             _ => {}
         }
     }
-    let knobs = RaftKnobs::from_env()?;
+    let cfg = match &args.config {
+        Some(path) => Some(
+            aerie_config::Config::load(
+                path,
+                &aerie_config::LoadOptions::for_subsystem("NEGOTIATOR"),
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| format!("reading configuration {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let knobs =
+        RaftKnobs::from_lookup(|name| cfg.as_ref().and_then(|c| c.string(name).ok().flatten()))?;
+    let accountant_params = match &cfg {
+        Some(c) => Some(
+            crate::accountant::AccountantParams::from_config(c)
+                .map_err(|e| anyhow::anyhow!("accountant configuration: {e}"))?,
+        ),
+        None => None,
+    };
     let config = Arc::new(knobs.openraft_config()?);
     if let Some(m) = args.metrics_listen {
         crate::metrics::install(m)?;
@@ -142,6 +167,19 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         health,
         timeout: Duration::from_millis(args.admin_timeout_ms.max(100)),
     };
+    // The collector: soft state on every node, swept for expired and absent ads.
+    let collector_params = match &cfg {
+        Some(c) => crate::collector::CollectorParams::from_config(c)
+            .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?,
+        None => crate::collector::CollectorParams::default(),
+    };
+    let collector = crate::collector::service::CollectorService::new(Arc::new(
+        std::sync::RwLock::new(crate::collector::AdTable::new(collector_params)),
+    ));
+    let collector_sweep = crate::collector::service::spawn_expiry(
+        collector.table.clone(),
+        crate::collector::service::SWEEP_INTERVAL,
+    );
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -153,7 +191,8 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         let mut stop = stop_rx.clone();
         let svc = tonic::transport::Server::builder()
             .add_service(RaftService::new(raft.clone()).into_server())
-            .add_service(admin.clone().into_server());
+            .add_service(admin.clone().into_server())
+            .add_service(collector.clone().into_server());
         servers.push(tokio::spawn(async move {
             svc.serve_with_incoming_shutdown(incoming, async move {
                 let _ = stop.wait_for(|v| *v).await;
@@ -211,10 +250,20 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         });
     }
 
+    if let Some(params) = accountant_params {
+        tokio::spawn(sync_accountant_params(
+            raft.clone(),
+            admin.state.clone(),
+            args.id,
+            params,
+        ));
+    }
+
     tracing::info!(id = args.id, listen = %args.listen, "aerie-cm serving");
     wait_for_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
+    collector_sweep.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), raft.shutdown()).await;
     for s in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
@@ -234,5 +283,52 @@ async fn wait_for_signal() {
     tokio::select! {
         _ = term.recv() => {},
         _ = tokio::signal::ctrl_c() => {},
+    }
+}
+
+/// Config files give the accountant's parameters; the replicated ledger must agree on them, so
+/// whenever this node leads a term and the applied parameters differ from its configuration,
+/// it commits a `SetParams` command (once per term; a refused command is logged).
+async fn sync_accountant_params(
+    raft: Raft,
+    state: crate::store::SharedState,
+    id: NodeId,
+    params: crate::accountant::AccountantParams,
+) {
+    let mut rx = raft.metrics();
+    let mut done_term = None;
+    loop {
+        let (leader, term) = {
+            let m = rx.borrow_and_update();
+            (m.current_leader, m.current_term)
+        };
+        if leader == Some(id) && done_term != Some(term) {
+            // Let the leader apply what the previous terms committed first.
+            if raft.ensure_linearizable().await.is_ok() {
+                done_term = Some(term);
+                let differs = {
+                    let a = state.read().unwrap_or_else(|p| p.into_inner());
+                    *a.state.accountant.params() != params
+                };
+                if differs {
+                    let cmd = crate::state::Request::new(crate::state::Command::Accountant(
+                        crate::accountant::AccountantCommand::SetParams(params.clone()),
+                    ));
+                    match raft.client_write(cmd).await {
+                        Ok(r) if r.data.ok => {
+                            tracing::info!("committed accountant parameters from the configuration")
+                        }
+                        Ok(r) => tracing::warn!("accountant parameters refused: {}", r.data.error),
+                        Err(e) => {
+                            tracing::warn!("could not commit accountant parameters: {e}");
+                            done_term = None;
+                        }
+                    }
+                }
+            }
+        }
+        if rx.changed().await.is_err() {
+            break;
+        }
     }
 }

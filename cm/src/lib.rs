@@ -5,6 +5,7 @@ pub mod daemon;
 pub mod accountant;
 pub mod negotiator;
 pub mod admin;
+pub mod collector;
 pub mod metrics;
 pub mod raft;
 pub mod state;

@@ -2,7 +2,7 @@
 //! build time (vendored protoc; no system protobuf compiler needed).
 //!
 //! One module per `.proto` file: `raft` (peer Raft RPCs between CMs), `admin` (the admin API
-//! cmctl uses). A `collector` module will follow for the ad streams.
+//! cmctl uses), `collector` (ad updates, invalidations and queries).
 
 /// Peer Raft RPCs (append, vote, snapshot) between central managers.
 pub mod raft {
@@ -12,4 +12,9 @@ pub mod raft {
 /// The admin API served by every central manager.
 pub mod admin {
     tonic::include_proto!("aerie.admin");
+}
+
+/// The collector every central manager serves: advertise, invalidate, query.
+pub mod collector {
+    tonic::include_proto!("aerie.collector");
 }

@@ -1114,6 +1114,13 @@ fn list_source_text(env: Env<'_>, e: &Expr) -> Option<String> {
 
 /// The list literal an argument denotes (directly or through an attribute), if any.
 fn list_source_expr<'a>(env: Env<'a>, e: &'a Expr) -> Option<&'a Expr> {
+    list_source_expr_depth(env, e, 8)
+}
+
+fn list_source_expr_depth<'a>(env: Env<'a>, e: &'a Expr, depth: u32) -> Option<&'a Expr> {
+    if depth == 0 {
+        return None;
+    }
     let mut e = e;
     while let Expr::Paren(x) = e {
         e = x;
@@ -1146,10 +1153,11 @@ fn list_source_expr<'a>(env: Env<'a>, e: &'a Expr) -> Option<&'a Expr> {
     while let Expr::Paren(x) = f {
         f = x;
     }
-    if let Expr::List(_) = f {
-        Some(f)
-    } else {
-        None
+    match f {
+        Expr::List(_) => Some(f),
+        // `R = L` where L is a list literal: follow a short chain of references.
+        Expr::Attr(_) | Expr::Scoped(..) => list_source_expr_depth(env, f, depth - 1),
+        _ => None,
     }
 }
 
@@ -1826,7 +1834,7 @@ impl<'c, 'a> RefWalker<'c, 'a> {
         }
         let d = depth + 1;
         match e {
-            Expr::Lit(_) | Expr::RelTimeLit(_) => true,
+            Expr::Lit(_) | Expr::RelTimeLit(_) | Expr::OldAbsTimeLit { .. } => true,
             Expr::Attr(n) => {
                 let mut ad = Some(cur);
                 while let Some(c) = ad {

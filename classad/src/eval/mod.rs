@@ -149,6 +149,10 @@ fn eval_inner(ctx: &Ctx, env: Env<'_>, e: &Expr) -> Value {
     match e {
         Expr::Lit(v) => v.clone(),
         Expr::RelTimeLit(r) => Value::Real(*r),
+        Expr::OldAbsTimeLit { secs, .. } => Value::AbsTime {
+            secs: *secs,
+            offset_secs: 0,
+        },
         Expr::Attr(n) => lookup_bare(ctx, env, n),
         Expr::Scoped(kw, _, n) => lookup_scoped(ctx, env, *kw, n),
         Expr::Paren(a) => eval(ctx, env, a),

@@ -3,6 +3,8 @@
 //! JSON shape, and comparing.
 #![allow(dead_code)]
 
+pub mod known;
+
 use classad::{ClassAd, Expr, Value};
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;

@@ -66,6 +66,15 @@ impl Default for AccountantParams {
 }
 
 impl AccountantParams {
+    /// The accountant's knobs (`PRIORITY_HALFLIFE`, `DEFAULT_PRIO_FACTOR`,
+    /// `NICE_USER_PRIO_FACTOR`, `REMOTE_PRIO_FACTOR`, `ACCOUNTANT_LOCAL_DOMAIN`, `GROUP_NAMES`,
+    /// `GROUP_PRIO_FACTOR_<g>`) from an HTCondor-syntax configuration.
+    pub fn from_config(cfg: &aerie_config::Config) -> Result<Self, String> {
+        crate::negotiator::NegotiatorConfig::from_config(cfg)
+            .map(|c| c.accountant)
+            .map_err(|e| e.to_string())
+    }
+
     /// Checks the values an admin could get wrong, naming the knob.
     pub fn validate(&self) -> Result<(), AccountantError> {
         let check = |what: &str, v: f64, min: f64| {

@@ -33,13 +33,16 @@ fn record_from(ad: &ClassAd, suffix: &str, acct: &Accountant) -> Option<(String,
         Value::Bool(b) => b,
         _ => !name.contains('@'),
     };
-    let factor = num(ad, &a("PriorityFactor")).unwrap_or_else(|| acct.default_factor(&name));
+    // HTCondor prints 0 for a factor nobody set (groups, often); below 1 means "use the
+    // default", as Accountant.cpp's GetPriorityFactor reads it.
+    let set_factor = num(ad, &a("PriorityFactor")).filter(|f| *f >= MIN_PRIORITY_FACTOR);
+    let factor = set_factor.unwrap_or_else(|| acct.default_factor(&name));
     let rec = Record {
         real_priority: num(ad, &a("Priority"))
             .unwrap_or(MIN_PRIORITY)
             .max(MIN_PRIORITY),
         priority_factor: factor,
-        factor_set: num(ad, &a("PriorityFactor")).is_some(),
+        factor_set: set_factor.is_some(),
         floor: num(ad, &a("Floor")).unwrap_or(0.0).max(0.0),
         ceiling: num(ad, &a("Ceiling"))
             .map(|c| if c < 0.0 { -1.0 } else { c })

@@ -403,3 +403,74 @@ pub fn split_list(v: &str) -> Vec<String> {
         .map(|s| s.to_string())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_exprs_parse() {
+        for e in [
+            DEFAULT_PRE_JOB_RANK,
+            DEFAULT_POST_JOB_RANK,
+            DEFAULT_PREEMPTION_RANK,
+            DEFAULT_GROUP_SORT_EXPR,
+        ] {
+            assert!(parse_expr(e).is_ok(), "{e}");
+        }
+    }
+
+    #[test]
+    fn from_lookup_reads_groups_limits_and_knobs() {
+        let kv: BTreeMap<&str, &str> = [
+            (
+                "GROUP_NAMES",
+                "group_physics, group_physics.hep, group_chemistry",
+            ),
+            ("GROUP_QUOTA_group_physics", "20"),
+            ("GROUP_QUOTA_DYNAMIC_group_physics.hep", "0.75"),
+            ("GROUP_ACCEPT_SURPLUS", "true"),
+            ("GROUP_ACCEPT_SURPLUS_group_chemistry", "false"),
+            ("XSW_LIMIT", "3"),
+            ("CONCURRENCY_LIMIT_DEFAULT", "5"),
+            ("CONCURRENCY_LIMIT_DEFAULT_LARGE", "100"),
+            ("NEGOTIATOR_CONSIDER_PREEMPTION", "false"),
+            (
+                "PREEMPTION_REQUIREMENTS",
+                "RemoteUserPrio > SubmitterUserPrio * 1.2",
+            ),
+            ("PRIORITY_HALFLIFE", "3600"),
+            ("ACCOUNTANT_LOCAL_DOMAIN", "cs.wisc.edu"),
+        ]
+        .into_iter()
+        .collect();
+        let names: Vec<String> = kv.keys().map(|k| k.to_string()).collect();
+        let c = NegotiatorConfig::from_lookup(&|k: &str| kv.get(k).map(|v| v.to_string()), &names)
+            .unwrap();
+        assert_eq!(c.groups.len(), 3);
+        assert_eq!(c.groups[0].quota, GroupQuota::Static(20.0));
+        assert_eq!(c.groups[1].quota, GroupQuota::Dynamic(0.75));
+        assert_eq!(c.groups[2].quota, GroupQuota::Static(0.0));
+        assert!(c.groups[0].accept_surplus && !c.groups[2].accept_surplus);
+        assert_eq!(c.limit_capacity("xsw"), 3.0);
+        assert_eq!(c.limit_capacity("LARGE.SWLICENSE"), 100.0);
+        assert_eq!(c.limit_capacity("OTHER.LICENSE"), 5.0);
+        assert!(!c.consider_preemption);
+        assert_eq!(c.accountant.priority_halflife, 3600.0);
+        assert_eq!(c.accountant.local_domain.as_deref(), Some("cs.wisc.edu"));
+        assert_eq!(c.accountant.group_names.len(), 3);
+        let bad = NegotiatorConfig::from_lookup(
+            &|k: &str| (k == "PREEMPTION_RANK").then(|| "(1 +".to_string()),
+            &[],
+        );
+        assert!(bad.unwrap_err().to_string().contains("PREEMPTION_RANK"));
+        let bad = NegotiatorConfig::from_lookup(
+            &|k: &str| (k == "GROUP_ACCEPT_SURPLUS").then(|| "maybe".to_string()),
+            &[],
+        );
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("GROUP_ACCEPT_SURPLUS"));
+    }
+}

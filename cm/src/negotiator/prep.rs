@@ -236,6 +236,20 @@ pub(crate) fn hash_expr<H: Hasher>(e: &Expr, h: &mut H) {
             }
         }
         Expr::Ad(ad) => ad.len().hash(h),
+        // Variants added later to the ClassAd crate (e.g. old-syntax time literals): their
+        // unparsed text is a faithful key.
+        #[allow(unreachable_patterns)]
+        other => {
+            use std::fmt::Write;
+            struct W<'a, H: Hasher>(&'a mut H);
+            impl<H: Hasher> Write for W<'_, H> {
+                fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                    self.0.write(s.as_bytes());
+                    Ok(())
+                }
+            }
+            let _ = write!(W(h), "{other}");
+        }
     }
 }
 
@@ -258,6 +272,8 @@ pub(crate) fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
             offset_secs.hash(h);
         }
         Value::RelTime(r) => r.to_bits().hash(h),
+        #[allow(unreachable_patterns)]
+        other => other.to_string().hash(h),
     }
 }
 

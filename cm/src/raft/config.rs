@@ -42,8 +42,19 @@ impl Default for RaftKnobs {
 impl RaftKnobs {
     /// Defaults overridden by the `AERIE_*` environment variables.
     pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_lookup(|_| None)
+    }
+
+    /// Defaults overridden by `config` (e.g. the HTCondor-syntax config file), overridden in
+    /// turn by the `AERIE_*` environment variables.
+    pub fn from_lookup(config: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
         let mut k = RaftKnobs::default();
-        let get = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let get = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| config(name))
+                .filter(|v| !v.trim().is_empty())
+        };
         if let Some(v) = get("AERIE_HEARTBEAT_INTERVAL") {
             k.heartbeat_ms = parse_ms("AERIE_HEARTBEAT_INTERVAL", &v)?;
         }

@@ -82,7 +82,7 @@ impl Drop for Scratch {
 /// Output of a condor_config_val run.
 pub struct Run {
     pub ok: bool,
-    /// Killed by a signal (HTCondor 23.9.6 crashes on a few odd inputs).
+    /// Killed by a signal, or hung (HTCondor 23.9.6 crashes or loops on a few odd inputs).
     pub crashed: bool,
     pub stdout: String,
     pub stderr: String,
@@ -91,7 +91,12 @@ pub struct Run {
 /// Runs condor_config_val in the chroot with CONDOR_CONFIG set to `config` (a path inside it).
 pub fn condor_config_val(config: &str, args: &[&str]) -> Run {
     let root = root();
-    let out = Command::new("chroot")
+    // HTCondor loops forever on a reference loop (A = $(B), B = $(A)): give it 20 s
+    let out = Command::new("timeout")
+        .arg("-s")
+        .arg("KILL")
+        .arg("20")
+        .arg("chroot")
         .arg(&root)
         .arg("env")
         .arg(format!("CONDOR_CONFIG={config}"))
@@ -106,7 +111,7 @@ pub fn condor_config_val(config: &str, args: &[&str]) -> Run {
         });
     Run {
         ok: out.status.success(),
-        crashed: out.status.code().is_none(),
+        crashed: out.status.code().is_none_or(|c| c == 124 || c == 137),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }

@@ -64,4 +64,11 @@ done
 # Matches of the first cycle that saw both submitters.
 awk '/Started Negotiation Cycle/{c++; two=0} /include 3 submitter/{if (!want) {two=1; want=c}} c==want && want && /Matched/{print $5}' "$log" \
   | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+if [ -n "${DUMP:-}" ]; then
+  mkdir -p "$DUMP"
+  $T tool condor_status -long > "$DUMP/slots.txt"
+  $T tool condor_q -long > "$DUMP/jobs.txt"
+  $T tool condor_userprio -l -allusers > "$DUMP/userprio.txt"
+  $T tool condor_userprio -l -modular -allusers > "$DUMP/userprio-modular.txt" || true
+fi
 $T pool-down

@@ -1,0 +1,503 @@
+//! AdTable rules with explicit times: dedup, validation, CLASSAD_LIFETIME expiry, absent ads
+//! (the seeds' worked example 22: lifetime 900 s, last update 901 s ago), invalidation, and
+//! queries with a constraint and a projection.
+use super::*;
+use classad::{parse_expr, Value};
+
+const T0: i64 = 1_700_000_000;
+
+fn slot(name: &str, state: &str, memory: i64) -> String {
+    format!(
+        "MyType = \"Machine\"\nTargetType = \"Job\"\nName = \"{name}\"\nMachine = \"{}\"\n\
+         State = \"{state}\"\nActivity = \"Idle\"\nMemory = {memory}\nCpus = 1\n",
+        name.split('@').nth(1).unwrap_or("host")
+    )
+}
+
+fn params() -> CollectorParams {
+    CollectorParams::default()
+}
+
+fn absent_params(req: &str) -> CollectorParams {
+    CollectorParams {
+        absent_requirements: Some(parse_expr(req).expect("ABSENT_REQUIREMENTS parses")),
+        ..CollectorParams::default()
+    }
+}
+
+fn names(ads: &[classad::ClassAd]) -> Vec<String> {
+    ads.iter()
+        .map(|a| a.eval_attr("Name").as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+#[test]
+fn identical_update_only_refreshes_the_timestamp() {
+    let mut t = AdTable::new(params());
+    let text = slot("slot1@a", "Unclaimed", 1024);
+    let (key, u) = t.advertise_text(&text, T0).expect("accepted");
+    assert_eq!(key, (AdType::Machine, "slot1@a".to_string()));
+    assert_eq!(u, Update::New);
+    // Same ad, attributes in another order and in new syntax: still unchanged.
+    let reordered = "[ Cpus = 1; Memory = 1024; Activity = \"Idle\"; State = \"Unclaimed\"; \
+                     Machine = \"a\"; Name = \"slot1@a\"; TargetType = \"Job\"; MyType = \"Machine\" ]";
+    assert_eq!(
+        t.advertise_text(reordered, T0 + 600).unwrap().1,
+        Update::Unchanged
+    );
+    // The refresh counts: 600 + 900 s later it is still alive, one second more and it expires.
+    assert!(t.expire(T0 + 600 + 900).removed.is_empty());
+    assert_eq!(t.len(), 1);
+    let r = t.expire(T0 + 600 + 901);
+    assert_eq!(r.removed, vec![key]);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn a_changed_ad_replaces_the_stored_one() {
+    let mut t = AdTable::new(params());
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1024), T0)
+        .unwrap();
+    let (_, u) = t
+        .advertise_text(&slot("slot1@a", "Claimed", 1024), T0 + 5)
+        .unwrap();
+    assert_eq!(u, Update::Changed);
+    assert_eq!(t.len(), 1);
+    let ad = t.get(&AdType::Machine, "slot1@a").expect("stored");
+    assert_eq!(ad.eval_attr("State").as_str(), Some("Claimed"));
+}
+
+#[test]
+fn same_name_different_types_are_different_ads() {
+    let mut t = AdTable::new(params());
+    t.advertise_text(&slot("alice@pool", "Unclaimed", 1), T0)
+        .unwrap();
+    t.advertise_text(
+        "MyType = \"Submitter\"\nName = \"alice@pool\"\nIdleJobs = 3\n",
+        T0,
+    )
+    .unwrap();
+    t.advertise_text("MyType = \"Scheduler\"\nName = \"ap1\"\n", T0)
+        .unwrap();
+    assert_eq!(t.len(), 3);
+    let q = Query {
+        ad_type: Some(AdType::parse("submitter")),
+        ..Query::default()
+    };
+    let subs = t.query(&q);
+    assert_eq!(names(&subs), vec!["alice@pool"]);
+    assert_eq!(subs[0].eval_attr("IdleJobs").as_int(), Some(3));
+    assert_eq!(t.query(&Query::default()).len(), 3);
+}
+
+#[test]
+fn ads_without_name_or_mytype_are_refused_with_the_attribute_named() {
+    let mut t = AdTable::new(params());
+    let e = t
+        .advertise_text("MyType = \"Machine\"\nMemory = 5\n", T0)
+        .unwrap_err();
+    assert_eq!(e.attribute.as_deref(), Some("Name"));
+    assert!(e.to_string().contains("Name"), "{e}");
+    let e = t
+        .advertise_text("Name = \"slot1@b\"\nMemory = 5\n", T0)
+        .unwrap_err();
+    assert_eq!(e.ad, "slot1@b");
+    assert_eq!(e.attribute.as_deref(), Some("MyType"));
+    assert_eq!(
+        e.to_string(),
+        "ad \"slot1@b\", attribute MyType: missing (every ad needs a MyType)"
+    );
+    let e = t
+        .advertise_text("Name = 7\nMyType = \"Machine\"\n", T0)
+        .unwrap_err();
+    assert!(e.reason.contains("integer"), "{e}");
+    assert!(t.is_empty(), "nothing stored after refusals");
+}
+
+#[test]
+fn oversized_and_unparsable_ads_are_refused_and_the_table_is_unaffected() {
+    let mut t = AdTable::new(CollectorParams {
+        max_ad_size: 200,
+        ..params()
+    });
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+        .unwrap();
+    let big = format!(
+        "{}Junk = \"{}\"\n",
+        slot("slot2@a", "Unclaimed", 1),
+        "x".repeat(300)
+    );
+    let e = t.advertise_text(&big, T0).unwrap_err();
+    assert_eq!(e.ad, "slot2@a");
+    assert!(
+        e.reason.contains("AERIE_COLLECTOR_MAX_AD_SIZE") && e.reason.contains("200"),
+        "{e}"
+    );
+    let e = t
+        .advertise_text(
+            "MyType = \"Machine\"\nName = \"slot3@a\"\nMemory = (1 +\n",
+            T0,
+        )
+        .unwrap_err();
+    assert_eq!(e.ad, "slot3@a");
+    assert!(e.reason.starts_with("does not parse: line"), "{e}");
+    assert_eq!(t.len(), 1);
+}
+
+#[test]
+fn classad_lifetime_attribute_overrides_the_configured_lifetime() {
+    let mut t = AdTable::new(params());
+    let text = format!("{}ClassAdLifetime = 60\n", slot("slot1@a", "Unclaimed", 1));
+    t.advertise_text(&text, T0).unwrap();
+    t.advertise_text(&slot("slot2@a", "Unclaimed", 1), T0)
+        .unwrap();
+    let r = t.expire(T0 + 61);
+    assert_eq!(r.removed, vec![(AdType::Machine, "slot1@a".to_string())]);
+    assert_eq!(t.len(), 1);
+    let e = t
+        .advertise_text(
+            &format!(
+                "{}ClassAdLifetime = \"long\"\n",
+                slot("slot3@a", "Unclaimed", 1)
+            ),
+            T0,
+        )
+        .unwrap_err();
+    assert_eq!(e.attribute.as_deref(), Some("ClassAdLifetime"));
+}
+
+/// Seeds, worked example 22: CLASSAD_LIFETIME 900 s, last update 901 s ago.
+#[test]
+fn expired_slot_is_removed_when_absent_requirements_is_unset_or_false() {
+    for p in [params(), absent_params("False")] {
+        let mut t = AdTable::new(p);
+        t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+            .unwrap();
+        assert!(
+            t.expire(T0 + 900).removed.is_empty(),
+            "900 s is not older than 900 s"
+        );
+        let r = t.expire(T0 + 901);
+        assert_eq!(r.removed.len(), 1);
+        assert!(r.made_absent.is_empty());
+        assert!(t.is_empty());
+    }
+}
+
+#[test]
+fn expired_slot_becomes_absent_hidden_from_plain_queries_then_dropped_after_30_days() {
+    // A typical site setting: dedicated machines (here: those with Memory >= 1024) are kept.
+    let mut t = AdTable::new(absent_params("Memory >= 1024"));
+    t.advertise_text(&slot("slot1@big", "Unclaimed", 2048), T0)
+        .unwrap();
+    t.advertise_text(&slot("slot1@small", "Unclaimed", 512), T0)
+        .unwrap();
+    t.advertise_text(
+        "MyType = \"Submitter\"\nName = \"u@d\"\nMemory = 4096\n",
+        T0,
+    )
+    .unwrap();
+    let r = t.expire(T0 + 901);
+    assert_eq!(
+        r.made_absent,
+        vec![(AdType::Machine, "slot1@big".to_string())]
+    );
+    // Only slot ads can become absent; the submitter and the small slot are removed.
+    assert_eq!(r.removed.len(), 2);
+    assert!(t.is_absent(&AdType::Machine, "slot1@big"));
+    let ad = t.get(&AdType::Machine, "slot1@big").unwrap();
+    assert!(matches!(ad.eval_attr("Absent"), Value::Bool(true)));
+
+    // Invisible to a plain query (the negotiator never sees it) ...
+    let plain = Query {
+        ad_type: Some(AdType::Machine),
+        ..Query::default()
+    };
+    assert!(t.query(&plain).is_empty());
+    // ... shown by -absent, and when the constraint mentions Absent.
+    let absent = Query {
+        absent: true,
+        ..plain.clone()
+    };
+    assert_eq!(names(&t.query(&absent)), vec!["slot1@big"]);
+    let mentions = Query {
+        constraint: Some(parse_expr("Absent =?= true").unwrap()),
+        ..plain.clone()
+    };
+    assert_eq!(names(&t.query(&mentions)), vec!["slot1@big"]);
+
+    // Kept for ABSENT_EXPIRE_ADS_AFTER (30 days = 2,592,000 s) from when it became absent.
+    assert!(t.expire(T0 + 901 + 2_592_000).removed.is_empty());
+    let r = t.expire(T0 + 901 + 2_592_001);
+    assert_eq!(r.removed, vec![(AdType::Machine, "slot1@big".to_string())]);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn absent_expire_ads_after_zero_keeps_absent_ads_forever() {
+    let mut t = AdTable::new(CollectorParams {
+        absent_expire_ads_after: 0,
+        ..absent_params("True")
+    });
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+        .unwrap();
+    assert_eq!(t.expire(T0 + 901).made_absent.len(), 1);
+    assert_eq!(t.expire(T0 + 100 * 365 * 86_400).removed.len(), 0);
+    assert_eq!(t.absent_count(), 1);
+}
+
+#[test]
+fn the_machines_next_update_replaces_its_absent_ad() {
+    let mut t = AdTable::new(absent_params("True"));
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+        .unwrap();
+    t.expire(T0 + 901);
+    assert!(t.is_absent(&AdType::Machine, "slot1@a"));
+    let (_, u) = t
+        .advertise_text(&slot("slot1@a", "Unclaimed", 1), T0 + 1000)
+        .unwrap();
+    assert_eq!(u, Update::ReplacedAbsent);
+    assert!(!t.is_absent(&AdType::Machine, "slot1@a"));
+    let ad = t.get(&AdType::Machine, "slot1@a").unwrap();
+    assert!(
+        ad.lookup("Absent").is_none(),
+        "the fresh ad is not marked absent"
+    );
+    assert_eq!(
+        names(&t.query(&Query {
+            ad_type: Some(AdType::Machine),
+            ..Query::default()
+        })),
+        vec!["slot1@a"]
+    );
+}
+
+#[test]
+fn invalidate_removes_unless_expire_invalidated_ads_makes_it_absent() {
+    let mut t = AdTable::new(absent_params("True"));
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+        .unwrap();
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(t.is_empty());
+    assert!(!t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+
+    // EXPIRE_INVALIDATED_ADS = True: the UPS case, the slot becomes absent.
+    let mut t = AdTable::new(CollectorParams {
+        expire_invalidated_ads: true,
+        ..absent_params("True")
+    });
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+        .unwrap();
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(t.is_absent(&AdType::Machine, "slot1@a"));
+    // ... but only when ABSENT_REQUIREMENTS holds.
+    let mut t = AdTable::new(CollectorParams {
+        expire_invalidated_ads: true,
+        ..absent_params("False")
+    });
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
+        .unwrap();
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(t.is_empty());
+}
+
+#[test]
+fn query_constraint_projection_and_limit() {
+    let mut t = AdTable::new(params());
+    for (i, (state, mem)) in [("Unclaimed", 1024), ("Claimed", 2048), ("Unclaimed", 4096)]
+        .iter()
+        .enumerate()
+    {
+        t.advertise_text(
+            &slot(&format!("slot{}@h", i + 1), state, *mem),
+            T0 + i as i64,
+        )
+        .unwrap();
+    }
+    let q = Query {
+        ad_type: Some(AdType::Machine),
+        constraint: Some(parse_expr("State == \"Unclaimed\" && Memory > 2000").unwrap()),
+        projection: vec!["Name".into(), "Memory".into(), "NoSuchAttr".into()],
+        ..Query::default()
+    };
+    let ads = t.query(&q);
+    assert_eq!(ads.len(), 1);
+    assert_eq!(
+        ads[0].to_old_syntax(),
+        "Name = \"slot3@h\"\nMemory = 4096\n"
+    );
+
+    // Without a projection every attribute comes back, with LastHeardFrom.
+    let all = t.query(&Query {
+        ad_type: Some(AdType::Machine),
+        ..Query::default()
+    });
+    assert_eq!(names(&all), vec!["slot1@h", "slot2@h", "slot3@h"]);
+    assert_eq!(all[1].eval_attr("LastHeardFrom").as_int(), Some(T0 + 1));
+    assert_eq!(all[1].eval_attr("Cpus").as_int(), Some(1));
+
+    // An undefined constraint result does not match.
+    let q = Query {
+        constraint: Some(parse_expr("NoSuchAttr > 3").unwrap()),
+        ..Query::default()
+    };
+    assert!(t.query(&q).is_empty());
+
+    let q = Query {
+        limit: 2,
+        ..Query::default()
+    };
+    assert_eq!(t.query(&q).len(), 2);
+}
+
+#[test]
+fn params_come_from_the_configuration_with_catalogue_defaults() {
+    let opts = aerie_config::LoadOptions::for_subsystem("COLLECTOR");
+    let c = aerie_config::Config::parse_str("", "empty", &opts).expect("empty config");
+    let p = CollectorParams::from_config(&c).expect("defaults");
+    assert_eq!(p.classad_lifetime, 900);
+    assert_eq!(p.absent_expire_ads_after, 2_592_000);
+    assert!(!p.expire_invalidated_ads);
+    assert_eq!(p.max_ad_size, 1_048_576);
+
+    let c = aerie_config::Config::parse_str(
+        "CLASSAD_LIFETIME = 60\nABSENT_REQUIREMENTS = Memory > 10\nABSENT_EXPIRE_ADS_AFTER = 0\n\
+         EXPIRE_INVALIDATED_ADS = True\nAERIE_COLLECTOR_MAX_AD_SIZE = 4096\n",
+        "site",
+        &opts,
+    )
+    .expect("config");
+    let p = CollectorParams::from_config(&c).expect("params");
+    assert_eq!(p.classad_lifetime, 60);
+    assert_eq!(p.absent_expire_ads_after, 0);
+    assert!(p.expire_invalidated_ads);
+    assert_eq!(p.max_ad_size, 4096);
+    let mut t = AdTable::new(p);
+    t.advertise_text(&slot("slot1@a", "Unclaimed", 11), T0)
+        .unwrap();
+    assert_eq!(t.expire(T0 + 61).made_absent.len(), 1);
+
+    let c = aerie_config::Config::parse_str("AERIE_COLLECTOR_MAX_AD_SIZE = -1\n", "bad", &opts)
+        .expect("config");
+    let e = CollectorParams::from_config(&c).unwrap_err();
+    assert!(e.contains("AERIE_COLLECTOR_MAX_AD_SIZE"), "{e}");
+}
+
+#[test]
+fn text_with_two_ads_or_none_is_refused() {
+    let mut t = AdTable::new(params());
+    let two = format!(
+        "{}\n{}",
+        slot("slot1@a", "Unclaimed", 1),
+        slot("slot2@a", "Unclaimed", 1)
+    );
+    let e = t.advertise_text(&two, T0).unwrap_err();
+    assert!(e.reason.contains("2 ads"), "{e}");
+    let e = t.advertise_text("\n\n", T0).unwrap_err();
+    assert_eq!(e.reason, "is empty");
+    assert!(t.is_empty());
+}
+
+#[test]
+fn private_attributes_are_kept_apart_and_never_queried() {
+    let mut t = AdTable::new(params());
+    let text = format!(
+        "{}ClaimId = \"<10.0.0.1:9618>#123#secret\"\ncapability = \"cap-secret\"\n\
+         _condor_privAccessToken = \"tok\"\nClaimIdPublic = \"visible\"\n",
+        slot("slot1@a", "Unclaimed", 1)
+    );
+    t.advertise_text(&text, T0).unwrap();
+    let all = t.query(&Query::default());
+    let out = all[0].to_old_syntax();
+    assert!(!out.contains("secret") && !out.contains("tok"), "{out}");
+    assert!(out.contains("ClaimIdPublic = \"visible\""), "{out}");
+    // Not through a projection, and not probeable through a constraint.
+    let q = Query {
+        projection: vec!["ClaimId".into(), "Name".into()],
+        ..Query::default()
+    };
+    assert_eq!(t.query(&q)[0].to_old_syntax(), "Name = \"slot1@a\"\n");
+    let q = Query {
+        constraint: Some(parse_expr("ClaimId =!= undefined").unwrap()),
+        ..Query::default()
+    };
+    assert!(t.query(&q).is_empty());
+    // The negotiator gets them.
+    let p = t
+        .private_attrs(&AdType::Machine, "slot1@a")
+        .expect("private part");
+    assert_eq!(p.len(), 3);
+    assert_eq!(
+        p.eval_attr("claimid").as_str(),
+        Some("<10.0.0.1:9618>#123#secret")
+    );
+    // A new claim id is a change, not a duplicate.
+    let text2 = text.replace("#123#", "#124#");
+    assert_eq!(t.advertise_text(&text2, T0 + 1).unwrap().1, Update::Changed);
+    assert_eq!(
+        t.advertise_text(&text2, T0 + 2).unwrap().1,
+        Update::Unchanged
+    );
+    assert!(is_private_attr("CHILDCLAIMIDS") && !is_private_attr("Claim"));
+}
+
+#[test]
+fn last_heard_from_can_be_constrained_and_projected() {
+    let mut t = AdTable::new(params());
+    t.advertise_text(&slot("slot1@old", "Unclaimed", 1), T0)
+        .unwrap();
+    t.advertise_text(&slot("slot1@new", "Unclaimed", 1), T0 + 300)
+        .unwrap();
+    let q = Query {
+        constraint: Some(parse_expr(&format!("LastHeardFrom >= {}", T0 + 100)).unwrap()),
+        projection: vec!["Name".into(), "lastheardfrom".into()],
+        ..Query::default()
+    };
+    let ads = t.query(&q);
+    assert_eq!(ads.len(), 1);
+    assert_eq!(
+        ads[0].to_old_syntax(),
+        format!("Name = \"slot1@new\"\nlastheardfrom = {}\n", T0 + 300)
+    );
+}
+
+#[test]
+fn text_index_follows_updates_expiry_absence_and_invalidation() {
+    let mut t = AdTable::new(absent_params("Memory > 100"));
+    let a1 = slot("slot1@a", "Unclaimed", 1024);
+    let a2 = slot("slot1@a", "Claimed", 1024);
+    t.advertise_text(&a1, T0).unwrap();
+    assert_eq!(t.advertise_text(&a1, T0 + 1).unwrap().1, Update::Unchanged);
+    assert_eq!(t.advertise_text(&a2, T0 + 2).unwrap().1, Update::Changed);
+    // Back to the first text: a change again, not a stale "unchanged".
+    assert_eq!(t.advertise_text(&a1, T0 + 3).unwrap().1, Update::Changed);
+    assert_eq!(
+        t.get(&AdType::Machine, "slot1@a")
+            .unwrap()
+            .eval_attr("State")
+            .as_str(),
+        Some("Unclaimed")
+    );
+    assert_eq!(t.text_index_len(), 1);
+    // Absent: the same text again replaces the absent ad (it is not "unchanged").
+    t.expire(T0 + 3 + 901);
+    assert!(t.is_absent(&AdType::Machine, "slot1@a"));
+    assert_eq!(t.text_index_len(), 0);
+    assert_eq!(
+        t.advertise_text(&a1, T0 + 2000).unwrap().1,
+        Update::ReplacedAbsent
+    );
+    assert_eq!(
+        t.advertise_text(&a1, T0 + 2001).unwrap().1,
+        Update::Unchanged
+    );
+    // Invalidated, then the same text: a new ad.
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 2002));
+    assert_eq!(t.text_index_len(), 0);
+    assert_eq!(t.advertise_text(&a1, T0 + 2003).unwrap().1, Update::New);
+    // A parsed-ad update (no text) clears the hash, so the old text is a change.
+    let ad = classad::parse_ad(&a2).unwrap();
+    assert_eq!(t.advertise(ad, T0 + 2004).unwrap().1, Update::Changed);
+    assert_eq!(t.text_index_len(), 0);
+    assert_eq!(t.advertise_text(&a1, T0 + 2005).unwrap().1, Update::Changed);
+}

@@ -1,0 +1,232 @@
+//! The collector of a real `aerie-cm` process: slot ads advertised over gRPC come back from
+//! queries (constraint, projection, limit), bad ads are refused one by one with a reason,
+//! identical updates are recognised, invalidation removes an ad, and an ad's own
+//! `ClassAdLifetime` makes it expire through the daemon's sweep.
+use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
+use aerie_tests::*;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
+
+async fn client(addr: &str) -> CollectorClient<Channel> {
+    let ch = Endpoint::from_shared(format!("http://{addr}"))
+        .expect("endpoint")
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(10))
+        .connect_lazy();
+    CollectorClient::new(ch)
+}
+
+fn slot(i: usize, extra: &str) -> pb::Ad {
+    let state = if i.is_multiple_of(2) {
+        "Unclaimed"
+    } else {
+        "Claimed"
+    };
+    pb::Ad {
+        text: format!(
+            "MyType = \"Machine\"\nTargetType = \"Job\"\nName = \"slot{i}@node{}\"\n\
+             Machine = \"node{}\"\nState = \"{state}\"\nMemory = {}\nCpus = 1\n{extra}",
+            i / 4,
+            i / 4,
+            1024 * (1 + i % 4)
+        ),
+    }
+}
+
+async fn query(
+    c: &mut CollectorClient<Channel>,
+    ad_type: &str,
+    constraint: &str,
+    projection: &[&str],
+) -> Vec<String> {
+    c.query(pb::QueryRequest {
+        ad_type: ad_type.into(),
+        constraint: constraint.into(),
+        projection: projection.iter().map(|s| s.to_string()).collect(),
+        absent: false,
+        limit: 0,
+    })
+    .await
+    .expect("query")
+    .into_inner()
+    .ads
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slot_ads_advertised_over_grpc_are_queried_back() {
+    let c = Cluster::start(daemon_bin(BIN), 1, &[]).expect("start cluster");
+    wait_leader(&c.running(), Duration::from_secs(20))
+        .await
+        .expect("leader");
+    let addr = c.addr(1);
+    let mut cl = client(&addr).await;
+
+    // 40 slots, one ad without MyType in the middle, one that does not parse.
+    let mut ads: Vec<pb::Ad> = (0..40).map(|i| slot(i, "")).collect();
+    ads.insert(
+        20,
+        pb::Ad {
+            text: "Name = \"broken@nowhere\"\nMemory = 1\n".into(),
+        },
+    );
+    ads.push(pb::Ad {
+        text: "MyType = \"Machine\"\nName = \"bad@x\"\nMemory = (1 +\n".into(),
+    });
+    let s = cl
+        .advertise(pb::AdBatch { ads: ads.clone() })
+        .await
+        .unwrap_or_else(|e| panic!("advertise: {e}\n{}", c.log(1)))
+        .into_inner();
+    assert_eq!((s.accepted, s.rejected), (40, 2), "{s:?}");
+    assert_eq!(s.results.len(), 42);
+    assert!(!s.results[20].ok);
+    assert_eq!(
+        s.results[20].error,
+        "ad \"broken@nowhere\", attribute MyType: missing (every ad needs a MyType)"
+    );
+    assert!(
+        s.results[41]
+            .error
+            .starts_with("ad \"bad@x\": does not parse: line 3"),
+        "{}",
+        s.results[41].error
+    );
+    assert!(s.results[0].ok && s.results[0].outcome == "new");
+
+    // All 40 come back; a constraint and a projection select and trim.
+    assert_eq!(query(&mut cl, "Machine", "", &[]).await.len(), 40);
+    let big_idle = query(
+        &mut cl,
+        "Machine",
+        "State == \"Unclaimed\" && Memory >= 3072",
+        &["Name", "Memory"],
+    )
+    .await;
+    // Unclaimed = even i; Memory = 1024 * (1 + i % 4) >= 3072 -> i % 4 == 2: 10 slots.
+    assert_eq!(big_idle.len(), 10, "{big_idle:?}");
+    assert_eq!(big_idle[0], "Name = \"slot10@node2\"\nMemory = 3072\n");
+    assert!(big_idle.iter().all(|a| a.lines().count() == 2));
+    // Other types are kept apart; "Any" sees everything.
+    assert!(query(&mut cl, "Submitter", "", &[]).await.is_empty());
+    assert_eq!(query(&mut cl, "Any", "", &[]).await.len(), 40);
+    // A limit, and a bad constraint is an error naming it.
+    let limited = cl
+        .query(pb::QueryRequest {
+            ad_type: "Machine".into(),
+            limit: 5,
+            ..Default::default()
+        })
+        .await
+        .expect("query")
+        .into_inner();
+    assert_eq!(limited.ads.len(), 5);
+    let e = cl
+        .query(pb::QueryRequest {
+            ad_type: "Machine".into(),
+            constraint: "Memory >".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("Memory >"), "{}", e.message());
+
+    // The same ads again are recognised as unchanged; one changed ad is "changed".
+    let mut again: Vec<pb::Ad> = (0..40).map(|i| slot(i, "")).collect();
+    again[3] = slot(3, "Activity = \"Busy\"\n");
+    let s = cl
+        .advertise(pb::AdBatch { ads: again })
+        .await
+        .expect("advertise")
+        .into_inner();
+    let unchanged = s
+        .results
+        .iter()
+        .filter(|r| r.outcome == "unchanged")
+        .count();
+    assert_eq!(unchanged, 39, "{s:?}");
+    assert_eq!(s.results[3].outcome, "changed");
+
+    // Invalidation removes one ad.
+    let r = cl
+        .invalidate(pb::InvalidateRequest {
+            ad_type: "Machine".into(),
+            name: "slot0@node0".into(),
+        })
+        .await
+        .expect("invalidate")
+        .into_inner();
+    assert!(r.found);
+    assert_eq!(query(&mut cl, "Machine", "", &[]).await.len(), 39);
+
+    // An ad with ClassAdLifetime = 1 is swept by the daemon within a few seconds.
+    cl.advertise(pb::AdBatch {
+        ads: vec![slot(100, "ClassAdLifetime = 1\n")],
+    })
+    .await
+    .expect("advertise");
+    assert_eq!(
+        query(&mut cl, "Machine", "Name == \"slot100@node25\"", &["Name"])
+            .await
+            .len(),
+        1
+    );
+    eventually("short-lived ad expires", Duration::from_secs(10), || {
+        let mut cl = cl.clone();
+        async move {
+            let n = query(&mut cl, "Machine", "", &[]).await.len();
+            Ok((n == 39).then_some(()))
+        }
+    })
+    .await
+    .expect("expired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advertise_stream_answers_each_batch_in_order_and_survives_bad_ads() {
+    use tonic::codegen::tokio_stream::{self, StreamExt};
+    let c = Cluster::start(daemon_bin(BIN), 1, &[]).expect("start cluster");
+    wait_leader(&c.running(), Duration::from_secs(20))
+        .await
+        .expect("leader");
+    let mut cl = client(&c.addr(1)).await;
+    let batches = vec![
+        pb::AdBatch {
+            ads: (0..10).map(|i| slot(i, "")).collect(),
+        },
+        // A bad ad in the middle of the stream: refused, the stream goes on.
+        pb::AdBatch {
+            ads: vec![pb::Ad {
+                text: "MyType = \"Machine\"\n".into(),
+            }],
+        },
+        pb::AdBatch {
+            ads: (5..15).map(|i| slot(i, "")).collect(),
+        },
+    ];
+    let mut replies = cl
+        .advertise_stream(tokio_stream::iter(batches))
+        .await
+        .unwrap_or_else(|e| panic!("advertise_stream: {e}\n{}", c.log(1)))
+        .into_inner();
+    let mut got = Vec::new();
+    while let Some(r) = replies.next().await {
+        let s = r.expect("summary");
+        got.push((s.accepted, s.rejected));
+        if got.len() == 2 {
+            assert_eq!(
+                s.results[0].error,
+                "ad \"<no Name>\", attribute Name: missing (every ad needs a Name)"
+            );
+        }
+        if got.len() == 3 {
+            let outcomes: Vec<&str> = s.results.iter().map(|r| r.outcome.as_str()).collect();
+            assert_eq!(&outcomes[..5], &["unchanged"; 5]);
+            assert_eq!(&outcomes[5..], &["new"; 5]);
+        }
+    }
+    assert_eq!(got, vec![(10, 0), (0, 1), (10, 0)]);
+    assert_eq!(query(&mut cl, "Machine", "", &[]).await.len(), 15);
+}
