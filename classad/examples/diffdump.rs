@@ -1,8 +1,8 @@
 //! Developer tool: read the differential harness's cached generated cases (JSON lines with the
 //! reference's result) and print every case where this crate disagrees, for triage.
 //! usage: cargo run -p classad --example diffdump -- FILE.jsonl [MAX]
-use classad::{ClassAd, Expr, Value};
-use serde_json::{json, Map, Value as Json};
+use classad::{ClassAd, Expr};
+use serde_json::{json, Value as Json};
 
 fn parse_ad_text(text: &str) -> Result<ClassAd, classad::ParseError> {
     if text.trim_start().starts_with('[') {
@@ -12,73 +12,6 @@ fn parse_ad_text(text: &str) -> Result<ClassAd, classad::ParseError> {
             .into_iter()
             .next()
             .unwrap_or_default())
-    }
-}
-
-fn real(r: f64) -> Json {
-    if r.is_nan() {
-        Json::from("nan")
-    } else if r.is_infinite() {
-        Json::from(if r > 0.0 { "inf" } else { "-inf" })
-    } else {
-        serde_json::Number::from_f64(r).map_or(Json::Null, Json::Number)
-    }
-}
-
-fn quote(s: &str) -> String {
-    let mut q = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\t' => q.push_str("\\t"),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-fn enc(my: &ClassAd, t: &ClassAd, path: &str, v: &Value, depth: usize) -> Json {
-    let typed = |ty: &str, v: Json| json!({"type": ty, "value": v});
-    match v {
-        Value::Undefined => typed("undefined", Json::Null),
-        Value::Error => typed("error", Json::Null),
-        Value::Bool(b) => typed("boolean", Json::from(*b)),
-        Value::Int(i) => typed("integer", Json::from(*i)),
-        Value::Real(r) => typed("real", real(*r)),
-        Value::Str(s) => typed("string", Json::from(&**s)),
-        Value::AbsTime { secs, .. } => typed("abstime", Json::from(*secs)),
-        Value::RelTime(r) => typed("reltime", real(*r)),
-        Value::List(items) => {
-            if depth >= 4 {
-                return typed("list", Json::from("depth-limit"));
-            }
-            typed(
-                "list",
-                Json::Array(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| enc(my, t, &format!("({path})[{i}]"), x, depth + 1))
-                        .collect(),
-                ),
-            )
-        }
-        Value::Ad(ad) => {
-            if depth >= 4 {
-                return typed("classad", Json::from("depth-limit"));
-            }
-            let mut m = Map::new();
-            for (name, _) in ad.iter() {
-                let sub = format!("({path})[{}]", quote(name));
-                let value = classad::parse_expr(&sub)
-                    .map_or(Value::Error, |e| my.eval_expr_with(&e, Some(t)));
-                m.insert(name.to_string(), enc(my, t, &sub, &value, depth + 1));
-            }
-            typed("classad", Json::Object(m))
-        }
     }
 }
 
@@ -137,7 +70,7 @@ fn main() {
                 Ok(e) => {
                     let e: Expr = e;
                     let v = my.eval_expr_with(&e, Some(&tg));
-                    enc(&my, &tg, row["expr"].as_str().unwrap_or(""), &v, 0)
+                    classad::json::encode(&my, Some(&tg), row["expr"].as_str().unwrap_or(""), &v)
                 }
                 Err(e) => json!({"type": "parse_error", "message": e.to_string()}),
             },

@@ -118,6 +118,18 @@ fn escape_into(buf: &mut String, s: &str, delim: char, old: bool) {
     buf.push(delim);
 }
 
+/// An attribute name in old syntax: as [`unparse_name`], but quoted names are written raw
+/// with only the quote escaped, as libclassad's printOld does.
+pub fn unparse_name_old(buf: &mut String, name: &str) {
+    let mut new = String::new();
+    unparse_name(&mut new, name);
+    if new.starts_with('\'') {
+        escape_into(buf, name, '\'', true);
+    } else {
+        buf.push_str(&new);
+    }
+}
+
 /// An attribute name, quoted with `'...'` when it is not a plain identifier or is reserved.
 pub fn unparse_name(buf: &mut String, name: &str) {
     let mut inner = String::new();
@@ -288,7 +300,14 @@ pub fn rel_time_string(buf: &mut String, rsecs: f64) {
         r = -r;
     }
     let frac = r - r.floor();
-    let total = r as i64 as i32 as i64; // C: (int) rsecs
+    // C: (int) rsecs. Beyond i32 (68 years) that cast wraps to a negative count that printed
+    // as `-5+-03:-12:...`, which no parser reads back (parse_eval fuzz target); there we keep
+    // the whole count instead.
+    let total = if r < 2_147_483_648.0 {
+        r as i64 as i32 as i64
+    } else {
+        r as i64
+    };
     let hrs = total % 86_400;
     let mins = hrs % 3600;
     let secs = (mins % 60) as f64 + frac;
@@ -323,6 +342,16 @@ pub fn rel_time_string(buf: &mut String, rsecs: f64) {
 impl Printer {
     fn string(&self, buf: &mut String, s: &str) {
         escape_into(buf, s, '"', self.style.old);
+    }
+
+    /// An attribute name; old syntax reads quoted names raw (only `\'` is special), so it
+    /// must not get new-syntax escapes such as `\001` (found by the old_ads fuzz target).
+    fn name(&self, buf: &mut String, name: &str) {
+        if self.style.old {
+            unparse_name_old(buf, name)
+        } else {
+            unparse_name(buf, name)
+        }
     }
 
     fn real(&self, buf: &mut String, r: f64) {
@@ -422,7 +451,7 @@ impl Printer {
                 buf.push('\n');
                 buf.extend(std::iter::repeat_n(' ', self.indent));
             }
-            unparse_name(buf, n.as_str());
+            self.name(buf, n.as_str());
             buf.push_str(" = ");
             self.expr(buf, e);
             if i + 1 != entries.len() {
@@ -459,20 +488,24 @@ impl Printer {
                 rel_time_string(buf, *r);
                 buf.push_str("\")");
             }
-            Expr::Attr(n) => unparse_name(buf, n.as_str()),
+            Expr::Attr(n) => self.name(buf, n.as_str()),
             Expr::Abs(n) => {
                 buf.push('.');
-                unparse_name(buf, n.as_str());
+                self.name(buf, n.as_str());
             }
             Expr::Scoped(_, prefix, n) => {
-                unparse_name(buf, prefix.as_str());
+                self.name(buf, prefix.as_str());
                 buf.push('.');
-                buf.push_str(n.as_str());
+                // Quoted when needed: `MY.'a b'` (found by the parse_eval fuzz target).
+                self.name(buf, n.as_str());
             }
             Expr::Select(base, n) => {
+                // libclassad prints `(100).X` as `100.X`, which no parser reads back (a
+                // malformed real); we print the same (differential parity; notes/fuzz.md).
                 self.expr(buf, base);
                 buf.push('.');
-                buf.push_str(n.as_str());
+                // `x.''` and `x.'a b'` must stay quoted to parse again (parse_eval fuzz target).
+                self.name(buf, n.as_str());
             }
             Expr::Index(a, b) => {
                 self.expr(buf, a);

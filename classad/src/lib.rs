@@ -11,6 +11,7 @@ pub mod error;
 pub mod eval;
 pub mod expr;
 pub mod format;
+pub mod json;
 pub mod lexer;
 pub mod matching;
 pub mod name;

@@ -320,6 +320,12 @@ fn unparse_agrees() {
             ));
         }
     }
+    eprintln!(
+        "unparse: {} agree, {} disagree, {} known differences (pinned)",
+        exprs.len() - bad.len() - known_seen.len(),
+        bad.len(),
+        known_seen.len()
+    );
     if n == 20_000 {
         problems.extend(
             known

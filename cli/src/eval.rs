@@ -4,15 +4,10 @@
 //! interface the differential harness speaks: one JSON object per input line, in order, with
 //! the typed encoding described in issue 2 (see [`encode`]).
 use anyhow::Context;
-use classad::{ClassAd, Expr, Value};
-use serde_json::{json, Map, Value as Json};
+use classad::ClassAd;
+use serde_json::{json, Value as Json};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-
-/// Nesting depth past which lists and ads are written as `"depth-limit"` instead of their
-/// contents (an ad can contain itself through references; the reference harness uses the same
-/// limit).
-const ENCODE_DEPTH_LIMIT: usize = 12;
 
 /// Command-line arguments of `cmctl eval`.
 #[derive(Debug, clap::Args)]
@@ -144,124 +139,6 @@ pub fn eval_json_line(line: &str, line_no: usize) -> Json {
         Ok(e) => e,
         Err(e) => return parse_error(format!("input line {line_no}: expr: {e}")),
     };
-    let ctx = EvalContext {
-        my: &my,
-        target: target.as_ref(),
-    };
-    let v = ctx.eval(&expr);
-    encode(&ctx, expr_text, &v, 0)
-}
-
-/// The match context an expression is evaluated in.
-struct EvalContext<'a> {
-    my: &'a ClassAd,
-    target: Option<&'a ClassAd>,
-}
-
-impl EvalContext<'_> {
-    fn eval(&self, e: &Expr) -> Value {
-        self.my.eval_expr_with(e, self.target)
-    }
-}
-
-fn typed(t: &str, v: Json) -> Json {
-    json!({"type": t, "value": v})
-}
-
-/// A real as JSON: a number, or "inf"/"-inf"/"nan" where JSON has none.
-fn real(r: f64) -> Json {
-    if r.is_nan() {
-        Json::from("nan")
-    } else if r.is_infinite() {
-        Json::from(if r > 0.0 { "inf" } else { "-inf" })
-    } else {
-        serde_json::Number::from_f64(r).map_or(Json::Null, Json::Number)
-    }
-}
-
-/// A ClassAd string literal for `s` (to build `(E)["name"]`).
-fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\t' => q.push_str("\\t"),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-/// `(path).name`: the attribute `name` of the ad `path` evaluates to. Selection, not a
-/// subscript: libclassad's `ad["name"]` returns nested ads without their enclosing scope, so
-/// `.name` is what "evaluated in its ad" means; names that are not plain identifiers (or are
-/// keywords) fall back to `["name"]`.
-fn member(path: &str, name: &str) -> String {
-    const RESERVED: [&str; 9] = [
-        "true",
-        "false",
-        "undefined",
-        "error",
-        "is",
-        "isnt",
-        "my",
-        "target",
-        "parent",
-    ];
-    let mut chars = name.chars();
-    let ident = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name));
-    if ident {
-        format!("({path}).{name}")
-    } else {
-        format!("({path})[{}]", quote(name))
-    }
-}
-
-/// Encodes `v`, the value of the expression text `path`. A ClassAd's attributes are each
-/// evaluated in their ad, in the same match context, as the expression `(path).name`.
-fn encode(ctx: &EvalContext, path: &str, v: &Value, depth: usize) -> Json {
-    match v {
-        Value::Undefined => typed("undefined", Json::Null),
-        Value::Error => typed("error", Json::Null),
-        Value::Bool(b) => typed("boolean", Json::from(*b)),
-        Value::Int(i) => typed("integer", Json::from(*i)),
-        Value::Real(r) => typed("real", real(*r)),
-        Value::Str(s) => typed("string", Json::from(&**s)),
-        Value::AbsTime { secs, .. } => typed("abstime", Json::from(*secs)),
-        Value::RelTime(r) => typed("reltime", real(*r)),
-        Value::List(items) => {
-            if depth >= ENCODE_DEPTH_LIMIT {
-                return typed("list", Json::from("depth-limit"));
-            }
-            let elems = items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| encode(ctx, &format!("({path})[{i}]"), item, depth + 1))
-                .collect();
-            typed("list", Json::Array(elems))
-        }
-        Value::Ad(ad) => {
-            if depth >= ENCODE_DEPTH_LIMIT {
-                return typed("classad", Json::from("depth-limit"));
-            }
-            let mut attrs = Map::new();
-            for (name, _) in ad.iter() {
-                let sub = member(path, name);
-                let value = match classad::parse_expr(&sub) {
-                    Ok(e) => ctx.eval(&e),
-                    Err(_) => Value::Error,
-                };
-                attrs.insert(name.to_string(), encode(ctx, &sub, &value, depth + 1));
-            }
-            typed("classad", Json::Object(attrs))
-        }
-    }
+    let value = my.eval_expr_with(&expr, target.as_ref());
+    classad::json::encode(&my, target.as_ref(), expr_text, &value)
 }

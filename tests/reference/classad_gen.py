@@ -43,7 +43,7 @@ HERE = os.path.abspath(__file__)
 CASE_TIMEOUT_SECS = 5.0
 # Nesting limit of the value encoding (both encoders use the same one): deeper ads/lists are
 # written as {"type": "classad"|"list", "value": "depth-limit"}.
-ENCODE_DEPTH_LIMIT = 12
+ENCODE_DEPTH_LIMIT = 12  # must equal classad::json::ENCODE_DEPTH_LIMIT
 
 # ---------------------------------------------------------------------------------------------
 # Random generator

@@ -13,7 +13,14 @@ fuzz_target!(|data: &[u8]| {
         let _ = classad::eval(&e);
         let printed = e.to_string();
         // What we print must parse again.
-        let _ = classad::parse_expr(&printed).expect("printed expression re-parses");
+        // What we print must parse again, except libclassad's `100.X` print of a selection
+        // from a number literal, which we keep for parity (notes/fuzz.md).
+        if let Err(err) = classad::parse_expr(&printed) {
+            assert!(
+                err.to_string().contains("malformed real"),
+                "printed expression {printed:?} does not parse again: {err}"
+            );
+        }
         if let Some(t) = &target {
             let _ = t.eval_expr_with(&e, Some(t));
         }

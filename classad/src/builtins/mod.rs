@@ -1755,9 +1755,20 @@ fn unresolved(ctx: &Ctx, env: Env<'_>, a: &[Expr]) -> Value {
             }
             found
         }
-        Expr::Scoped(crate::ScopeKw::My, _, n) => env
-            .cur
-            .and_then(|c| c.lookup_name(n).map(|e| (e.clone(), c))),
+        // MY.x from inside a nested ad literal: the current ad, then its enclosing ads (as
+        // evaluating MY.x does; the reference gives "" for `[c = unresolved(MY.S)]`).
+        Expr::Scoped(crate::ScopeKw::My, _, n) => {
+            let mut found = None;
+            let mut ad = env.cur;
+            while let Some(c) = ad {
+                if let Some(e) = c.lookup_name(n) {
+                    found = Some((e.clone(), c));
+                    break;
+                }
+                ad = c.parent();
+            }
+            found
+        }
         Expr::Scoped(crate::ScopeKw::Target, _, n) => env
             .target
             .and_then(|t| t.lookup_name(n).map(|e| (e.clone(), t))),

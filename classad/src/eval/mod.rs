@@ -348,10 +348,45 @@ fn eval_binary(ctx: &Ctx, env: Env<'_>, op: BinOp, a: &Expr, b: &Expr) -> Value 
             let bv = eval_ref(ctx, env, b);
             ops::logical(op, av.get(), bv.get())
         }
+        BinOp::Is | BinOp::Isnt => {
+            let bv = eval_ref(ctx, env, b);
+            if let (Value::List(_), Value::List(_)) = (av.get(), bv.get()) {
+                if let (Some(x), Some(y)) = (list_kind(a), list_kind(b)) {
+                    if x != y {
+                        return Value::Bool(op == BinOp::Isnt);
+                    }
+                }
+            }
+            ops::binary(op, av.get(), bv.get())
+        }
         _ => {
             let bv = eval_ref(ctx, env, b);
             ops::binary(op, av.get(), bv.get())
         }
+    }
+}
+
+/// Which of libclassad's two list value types an operand's list has, when the expression shows
+/// it: a list literal is a LIST_VALUE, a list made by split()/argsToList()/... is a shared
+/// SLIST_VALUE. `is` compares value types first, so a literal list `is` a function-made list
+/// is false (two lists of the same type are error). `None`: not known from the syntax (e.g.
+/// through an attribute); the operands are then compared as lists (error).
+fn list_kind(e: &Expr) -> Option<bool> {
+    use crate::builtins::Builtin as B;
+    match e {
+        Expr::Paren(x) => list_kind(x),
+        Expr::List(_) => Some(false),
+        Expr::Call(c) => match c.func {
+            Some(
+                B::Split
+                | B::SplitUserName
+                | B::SplitSlotName
+                | B::ArgsToList
+                | B::EvalInEachContext,
+            ) => Some(true),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

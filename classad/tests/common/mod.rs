@@ -5,16 +5,12 @@
 
 pub mod known;
 
-use classad::{ClassAd, Expr, Value};
+use classad::ClassAd;
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-/// Nesting depth past which lists and ads are encoded as "depth-limit" (same as the script's
-/// ENCODE_DEPTH_LIMIT and cmctl eval's).
-pub const ENCODE_DEPTH_LIMIT: usize = 12;
 
 /// The reference Python (HTCondor's libclassad in a venv); panics with how to install it.
 pub fn reference_python() -> PathBuf {
@@ -141,123 +137,8 @@ pub fn eval_case(case: &Json) -> Json {
         Ok(e) => e,
         Err(e) => return json!({"type": "parse_error", "message": e.to_string()}),
     };
-    let ctx = Ctx {
-        my: &my,
-        target: Some(&target),
-    };
-    let v = ctx.eval(&expr);
-    encode(&ctx, text, &v, 0)
-}
-
-pub struct Ctx<'a> {
-    pub my: &'a ClassAd,
-    pub target: Option<&'a ClassAd>,
-}
-
-impl Ctx<'_> {
-    pub fn eval(&self, e: &Expr) -> Value {
-        self.my.eval_expr_with(e, self.target)
-    }
-}
-
-fn typed(t: &str, v: Json) -> Json {
-    json!({"type": t, "value": v})
-}
-
-fn real(r: f64) -> Json {
-    if r.is_nan() {
-        Json::from("nan")
-    } else if r.is_infinite() {
-        Json::from(if r > 0.0 { "inf" } else { "-inf" })
-    } else {
-        serde_json::Number::from_f64(r).map_or(Json::Null, Json::Number)
-    }
-}
-
-pub fn quote(s: &str) -> String {
-    let mut q = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\t' => q.push_str("\\t"),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-/// `(path).name`: the attribute `name` of the ad `path` evaluates to. Selection, not a
-/// subscript: libclassad's `ad["name"]` returns nested ads without their enclosing scope, so
-/// `.name` is what "evaluated in its ad" means; names that are not plain identifiers (or are
-/// keywords) fall back to `["name"]`.
-pub fn member(path: &str, name: &str) -> String {
-    const RESERVED: [&str; 9] = [
-        "true",
-        "false",
-        "undefined",
-        "error",
-        "is",
-        "isnt",
-        "my",
-        "target",
-        "parent",
-    ];
-    let mut chars = name.chars();
-    let ident = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name));
-    if ident {
-        format!("({path}).{name}")
-    } else {
-        format!("({path})[{}]", quote(name))
-    }
-}
-
-/// Encodes `v`, the value of expression text `path`; an ad's attributes are evaluated as
-/// `(path).name` in the same context (what the reference side does too).
-pub fn encode(ctx: &Ctx, path: &str, v: &Value, depth: usize) -> Json {
-    match v {
-        Value::Undefined => typed("undefined", Json::Null),
-        Value::Error => typed("error", Json::Null),
-        Value::Bool(b) => typed("boolean", Json::from(*b)),
-        Value::Int(i) => typed("integer", Json::from(*i)),
-        Value::Real(r) => typed("real", real(*r)),
-        Value::Str(s) => typed("string", Json::from(&**s)),
-        Value::AbsTime { secs, .. } => typed("abstime", Json::from(*secs)),
-        Value::RelTime(r) => typed("reltime", real(*r)),
-        Value::List(items) => {
-            if depth >= ENCODE_DEPTH_LIMIT {
-                return typed("list", Json::from("depth-limit"));
-            }
-            typed(
-                "list",
-                Json::Array(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| encode(ctx, &format!("({path})[{i}]"), x, depth + 1))
-                        .collect(),
-                ),
-            )
-        }
-        Value::Ad(ad) => {
-            if depth >= ENCODE_DEPTH_LIMIT {
-                return typed("classad", Json::from("depth-limit"));
-            }
-            let mut m = Map::new();
-            for (name, _) in ad.iter() {
-                let sub = member(path, name);
-                let value = classad::parse_expr(&sub).map_or(Value::Error, |e| ctx.eval(&e));
-                m.insert(name.to_string(), encode(ctx, &sub, &value, depth + 1));
-            }
-            typed("classad", Json::Object(m))
-        }
-    }
+    let value = my.eval_expr_with(&expr, Some(&target));
+    classad::json::encode(&my, Some(&target), text, &value)
 }
 
 /// Reals agree to 1e-12 relative (NaN with NaN, infinities by sign).
