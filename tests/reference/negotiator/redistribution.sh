@@ -7,7 +7,7 @@
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/redistribution.sh
 set -euo pipefail
 ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
-T=/work/shared/tools/reference-htcondor.sh
+T=${AERIE_SHARED_DIR:-$(cd "$(dirname "$0")/../../../.." && pwd)/shared}/tools/reference-htcondor.sh
 N=${N:-70}
 export ROOT
 $T pool-up
