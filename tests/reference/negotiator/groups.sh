@@ -7,39 +7,13 @@
 # all three -> 15 / 5 / 10.
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/groups.sh
 set -euo pipefail
-ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
-T=${AERIE_SHARED_DIR:-$(cd "$(dirname "$0")/../../../.." && pwd)/shared}/tools/reference-htcondor.sh
+. "$(dirname "$0")/pool.sh"
 N=${N:-30}
 DEMAND=${DEMAND:-hep:60}
-export ROOT
 $T pool-up
 mkdir -p "$ROOT/srv/negotiator"
 ads="$ROOT/srv/negotiator/slots.ads"
-: > "$ads"
-for i in $(seq 1 "$N"); do
-  cat >> "$ads" <<AD
-MyType = "Machine"
-Name = "slot1@node$i.ref.test"
-Machine = "node$i.ref.test"
-MyAddress = "<127.0.0.1:40000?sock=node$i>"
-StartdIpAddr = "<127.0.0.1:40000?sock=node$i>"
-State = "Unclaimed"
-Activity = "Idle"
-Arch = "X86_64"
-OpSys = "LINUX"
-Cpus = 1
-Memory = 1024
-Disk = 1000000
-SlotID = 1
-SlotWeight = Cpus
-Requirements = true
-Rank = 0
-WantClaiming = false
-UidDomain = "ref.test"
-FileSystemDomain = "ref.test"
-
-AD
-done
+write_slots "$ads" "$N"
 cat > "$ROOT/srv/ref/pool/config.d/groups.conf" <<CFG
 GROUP_NAMES = group_physics, group_physics.hep, group_physics.lep, group_chemistry
 GROUP_QUOTA_group_physics = 20
