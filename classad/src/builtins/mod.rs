@@ -413,22 +413,9 @@ pub(crate) fn call(ctx: &Ctx, env: Env<'_>, c: &Call) -> Value {
             }
         }
         B::Regexp => {
-            if !(2..=3).contains(&n) {
-                return Value::Error;
-            }
-            let (p, t) = (ev(0), ev(1));
-            let o = if n == 3 { Some(ev(2)) } else { None };
-            if p.is_error() || t.is_error() || o.as_ref().is_some_and(|v| v.is_error()) {
-                return Value::Error;
-            }
-            if p.is_undefined() || t.is_undefined() || o.as_ref().is_some_and(|v| v.is_undefined())
-            {
-                return Value::Undefined;
-            }
-            let opts = match &o {
-                Some(Value::Str(s)) => s.to_string(),
-                Some(_) => return Value::Error,
-                None => String::new(),
+            let (p, t, opts) = match pattern_args(n, &ev) {
+                Ok(args) => args,
+                Err(v) => return v,
             };
             let (Value::Str(p), Value::Str(t)) = (&p, &t) else {
                 return Value::Error;
@@ -436,22 +423,9 @@ pub(crate) fn call(ctx: &Ctx, env: Env<'_>, c: &Call) -> Value {
             regex_helper(p, t, None, &opts)
         }
         B::RegexpMember => {
-            if !(2..=3).contains(&n) {
-                return Value::Error;
-            }
-            let (p, l) = (ev(0), ev(1));
-            let o = if n == 3 { Some(ev(2)) } else { None };
-            if p.is_error() || l.is_error() || o.as_ref().is_some_and(|v| v.is_error()) {
-                return Value::Error;
-            }
-            if p.is_undefined() || l.is_undefined() || o.as_ref().is_some_and(|v| v.is_undefined())
-            {
-                return Value::Undefined;
-            }
-            let opts = match &o {
-                Some(Value::Str(s)) => s.to_string(),
-                Some(_) => return Value::Error,
-                None => String::new(),
+            let (p, l, opts) = match pattern_args(n, &ev) {
+                Ok(args) => args,
+                Err(v) => return v,
             };
             let (Value::Str(p), Value::List(l)) = (&p, &l) else {
                 return Value::Error;
@@ -2117,6 +2091,28 @@ fn build_regex(p: &str, opts: &str) -> Option<regex::Regex> {
         .dot_matches_new_line(opts.contains('s'))
         .ignore_whitespace(opts.contains('x'));
     b.build().ok()
+}
+
+/// The arguments of `regexp(pattern, target[, options])` and `regexpMember(pattern, list[,
+/// options])`: 2 or 3 of them, error before undefined, options a string (empty if absent).
+fn pattern_args(n: usize, ev: &dyn Fn(usize) -> Value) -> Result<(Value, Value, String), Value> {
+    if !(2..=3).contains(&n) {
+        return Err(Value::Error);
+    }
+    let (p, t) = (ev(0), ev(1));
+    let o = if n == 3 { Some(ev(2)) } else { None };
+    if p.is_error() || t.is_error() || o.as_ref().is_some_and(|v| v.is_error()) {
+        return Err(Value::Error);
+    }
+    if p.is_undefined() || t.is_undefined() || o.as_ref().is_some_and(|v| v.is_undefined()) {
+        return Err(Value::Undefined);
+    }
+    let opts = match &o {
+        Some(Value::Str(s)) => s.to_string(),
+        Some(_) => return Err(Value::Error),
+        None => String::new(),
+    };
+    Ok((p, t, opts))
 }
 
 /// Match or substitute like libclassad's PCRE2 helper: without `f` a substitution returns only
