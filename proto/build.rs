@@ -7,6 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/raft.proto",
         "proto/admin.proto",
         "proto/collector.proto",
+        "proto/negotiation.proto",
     ];
     for f in files {
         println!("cargo:rerun-if-changed={f}");

@@ -2,7 +2,8 @@
 //! build time (vendored protoc; no system protobuf compiler needed).
 //!
 //! One module per `.proto` file: `raft` (peer Raft RPCs between CMs), `admin` (the admin API
-//! cmctl uses), `collector` (ad updates, invalidations and queries).
+//! cmctl uses), `collector` (ad updates, invalidations and queries), `negotiation` (requests, grants and
+//! claims between the leader, access points and execute nodes).
 
 /// Peer Raft RPCs (append, vote, snapshot) between central managers.
 pub mod raft {
@@ -17,4 +18,9 @@ pub mod admin {
 /// The collector every central manager serves: advertise, invalidate, query.
 pub mod collector {
     tonic::include_proto!("aerie.collector");
+}
+
+/// Idle-job requests, grants and claims between the leader, access points and startds.
+pub mod negotiation {
+    tonic::include_proto!("aerie.negotiation");
 }
