@@ -551,7 +551,9 @@ impl Printer {
                 buf.push(')');
             }
             Expr::Call(c) => {
-                buf.push_str(&c.name);
+                // A name that is not a plain identifier came quoted (`'='(x)`); libclassad
+                // prints it bare, which cannot be read back, so it keeps its quotes here.
+                unparse_name(buf, &c.name);
                 buf.push('(');
                 for (i, a) in c.args.iter().enumerate() {
                     self.expr(buf, a);

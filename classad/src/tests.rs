@@ -298,3 +298,17 @@ fn ads_are_case_insensitive_and_ordered() {
     assert!(refs.external.contains("memory"));
     assert!(refs.internal.contains("requestmemory") && refs.internal.contains("cpus"));
 }
+
+#[test]
+fn quoted_function_names_print_so_they_read_back() {
+    // Found by the parse_eval fuzz target: `'='(...)` printed as `=(...)`, which is no
+    // expression at all.
+    for text in ["'='(\"x\")", "'a b'(1, 2)", "'true'(1)", "strcat(\"a\", \"b\")"] {
+        let e = parse_expr(text).expect("parses");
+        let printed = e.to_string();
+        let again = parse_expr(&printed).unwrap_or_else(|err| panic!("{printed}: {err}"));
+        assert_eq!(again.to_string(), printed, "{text}");
+    }
+    assert_eq!(parse_expr("'='(1)").expect("parses").to_string(), "'='(1)");
+    assert_eq!(parse_expr("strcat(1)").expect("parses").to_string(), "strcat(1)");
+}
