@@ -120,7 +120,7 @@ impl ClassAd {
     }
 
     /// Insert or replace `name` (case-insensitive; the spelling first inserted is kept).
-    fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
+    pub(crate) fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
         Arc::make_mut(&mut self.attrs).insert_arc(name, expr);
     }
 

@@ -7,6 +7,7 @@
 //! index their attributes by it.
 pub mod ad;
 pub mod builtins;
+pub mod cache;
 pub mod error;
 pub mod eval;
 pub mod expr;
@@ -20,6 +21,7 @@ pub mod value;
 
 pub use ad::ClassAd;
 pub use builtins::Builtin;
+pub use cache::{parse_old_ads_cached, AttrCache};
 pub use error::ParseError;
 pub use expr::{BinOp, Expr, References, ScopeKw, UnOp};
 pub use matching::{matches, rank, symmetric_match};

@@ -4,6 +4,7 @@
 //! [`MAX_DEPTH`] is a parse error (never a stack overflow).
 use crate::ad::ClassAd;
 use crate::builtins::Builtin;
+use crate::cache::AttrCache;
 use crate::error::ParseError;
 use crate::expr::{BinOp, Call, Expr, ScopeKw, UnOp};
 use crate::lexer::{Lexer, Spanned, Tok};
@@ -429,7 +430,17 @@ pub fn parse_new_ad(text: &str) -> Result<ClassAd, ParseError> {
 
 /// Parse one old-syntax line `Name = expr` (line/column for errors). The name is everything
 /// before the first `=`, trimmed, as libclassad's long-form reader takes it.
-fn parse_old_line(ad: &mut ClassAd, line: &str, lineno: u32) -> Result<(), ParseError> {
+fn parse_old_line(
+    ad: &mut ClassAd,
+    line: &str,
+    lineno: u32,
+    cache: Option<&mut AttrCache>,
+) -> Result<(), ParseError> {
+    let mut cache = cache;
+    if let Some((name, expr)) = cache.as_mut().and_then(|c| c.get(line)) {
+        ad.insert_arc(name, expr);
+        return Ok(());
+    }
     let Some(eq) = line.find('=') else {
         let col = line.len() - line.trim_start().len() + 1;
         return Err(ParseError::new(
@@ -464,7 +475,12 @@ fn parse_old_line(ad: &mut ClassAd, line: &str, lineno: u32) -> Result<(), Parse
     let mut e = p.expression()?;
     p.finish()?;
     zero_abs_offsets(&mut e);
-    ad.insert_named(Name::new(name), e);
+    let name = Name::new(name);
+    let e = Arc::new(e);
+    if let Some(c) = cache {
+        c.offer(line, &name, &e);
+    }
+    ad.insert_arc(name, e);
     Ok(())
 }
 
@@ -526,7 +542,7 @@ pub fn parse_old_ads(text: &str) -> Result<Vec<ClassAd>, ParseError> {
         if t.starts_with('#') || broken {
             continue;
         }
-        match parse_old_line(&mut cur, line, lineno) {
+        match parse_old_line(&mut cur, line, lineno, None) {
             Ok(()) => any = true,
             Err(_) => broken = true,
         }
@@ -539,6 +555,14 @@ pub fn parse_old_ads(text: &str) -> Result<Vec<ClassAd>, ParseError> {
 
 /// Like [`parse_old_ads`] but every line must parse: the first bad line is the error.
 pub fn parse_old_ads_strict(text: &str) -> Result<Vec<ClassAd>, ParseError> {
+    parse_old_ads_with(text, None)
+}
+
+/// [`parse_old_ads_strict`], optionally through a cache of parsed lines.
+pub(crate) fn parse_old_ads_with(
+    text: &str,
+    mut cache: Option<&mut AttrCache>,
+) -> Result<Vec<ClassAd>, ParseError> {
     let mut ads = Vec::new();
     let mut cur = ClassAd::new();
     let mut any = false;
@@ -554,7 +578,7 @@ pub fn parse_old_ads_strict(text: &str) -> Result<Vec<ClassAd>, ParseError> {
         if t.starts_with('#') {
             continue;
         }
-        parse_old_line(&mut cur, line, lineno)?;
+        parse_old_line(&mut cur, line, lineno, cache.as_deref_mut())?;
         any = true;
     }
     if any {

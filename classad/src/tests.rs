@@ -303,12 +303,58 @@ fn ads_are_case_insensitive_and_ordered() {
 fn quoted_function_names_print_so_they_read_back() {
     // Found by the parse_eval fuzz target: `'='(...)` printed as `=(...)`, which is no
     // expression at all.
-    for text in ["'='(\"x\")", "'a b'(1, 2)", "'true'(1)", "strcat(\"a\", \"b\")"] {
+    for text in [
+        "'='(\"x\")",
+        "'a b'(1, 2)",
+        "'true'(1)",
+        "strcat(\"a\", \"b\")",
+    ] {
         let e = parse_expr(text).expect("parses");
         let printed = e.to_string();
         let again = parse_expr(&printed).unwrap_or_else(|err| panic!("{printed}: {err}"));
         assert_eq!(again.to_string(), printed, "{text}");
     }
     assert_eq!(parse_expr("'='(1)").expect("parses").to_string(), "'='(1)");
-    assert_eq!(parse_expr("strcat(1)").expect("parses").to_string(), "strcat(1)");
+    assert_eq!(
+        parse_expr("strcat(1)").expect("parses").to_string(),
+        "strcat(1)"
+    );
+}
+
+#[test]
+fn cached_old_syntax_parse_gives_the_same_ads() {
+    let ad = |i: usize| {
+        format!(
+            "MyType = \"Machine\"\nName = \"slot{i}@host\"\nCpus = 4\nRequirements = START && TARGET.RequestCpus <= MY.Cpus\nStart = true\nWhen = absTime(\"2020-01-01T00:00:00+05:30\")\n"
+        )
+    };
+    let mut cache = AttrCache::new(1000);
+    for round in 0..3 {
+        for i in 0..5 {
+            let text = ad(i);
+            let plain = parse_old_ads_strict(&text).expect("parses");
+            let cached = parse_old_ads_cached(&text, &mut cache).expect("parses");
+            assert_eq!(plain.len(), 1);
+            assert_eq!(plain, cached, "round {round} ad {i}");
+            assert_eq!(plain[0].to_old_syntax(), cached[0].to_old_syntax());
+        }
+    }
+    // A line is parsed at its first and second sighting and served from the cache after
+    // that: the five lines every ad shares from the third ad on, each ad's Name line from
+    // its third update on.
+    let (hits, misses) = cache.stats();
+    assert_eq!(cache.len(), 10, "{cache:?}");
+    assert_eq!(misses, 5 * 2 + 5 * 2);
+    assert_eq!(hits, 3 * 5 * 6 - misses);
+    // A bad line is still an error with its position, cache or not.
+    let e = parse_old_ads_cached("A = 1\nB = (\n", &mut cache).unwrap_err();
+    assert_eq!(e.line, 2);
+    // A full cache starts over rather than growing.
+    let mut small = AttrCache::new(2);
+    for _ in 0..2 {
+        for i in 0..10 {
+            parse_old_ads_cached(&format!("X{i} = {i}\n"), &mut small).expect("parses");
+        }
+    }
+    assert!(small.len() <= 2);
 }

@@ -1,0 +1,109 @@
+//! A cache of parsed old-syntax attribute lines, for readers of many similar ads (the
+//! collector): libclassad's ClassAd cache does the same job.
+//!
+//! Most lines of a slot ad (`Arch = "X86_64"`, `Requirements = START && ...`) are the same in
+//! every slot ad of a pool and in every update of one slot. A line seen before is not parsed
+//! again: the ad gets the cached name and expression (shared, reference counted), which saves
+//! both the parse and the memory of a private copy. Lines that are unique to one ad (`Name`,
+//! `Disk`) would only fill the cache, so a line is cached only the second time it is seen;
+//! the first sightings are remembered as 64-bit hashes in a bounded set.
+use crate::error::ParseError;
+use crate::expr::Expr;
+use crate::name::Name;
+use crate::ClassAd;
+use foldhash::fast::RandomState;
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+/// Parsed lines by their exact text (attribute name included).
+pub struct AttrCache {
+    lines: HashMap<Box<str>, (Name, Arc<Expr>), RandomState>,
+    /// Hashes of lines seen once and not (yet) cached.
+    seen_once: HashSet<u64, RandomState>,
+    /// Keyed per cache (foldhash with a random seed: fast, and a sender cannot aim lines at
+    /// one hash bucket without knowing the seed).
+    hasher: RandomState,
+    capacity: usize,
+    hits: u64,
+    misses: u64,
+}
+
+impl Default for AttrCache {
+    fn default() -> Self {
+        AttrCache::new(200_000)
+    }
+}
+
+impl std::fmt::Debug for AttrCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttrCache")
+            .field("lines", &self.lines.len())
+            .field("hits", &self.hits)
+            .field("misses", &self.misses)
+            .finish()
+    }
+}
+
+impl AttrCache {
+    /// A cache holding at most `capacity` distinct lines. When it is full it starts over
+    /// (cheap, and the lines that matter come back within one round of updates).
+    pub fn new(capacity: usize) -> Self {
+        AttrCache {
+            lines: HashMap::default(),
+            seen_once: HashSet::default(),
+            hasher: Default::default(),
+            capacity: capacity.max(1),
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Distinct lines cached.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Lines served from the cache and lines parsed, since the cache was made.
+    pub fn stats(&self) -> (u64, u64) {
+        (self.hits, self.misses)
+    }
+
+    /// The cached parse of `line`, if any.
+    pub(crate) fn get(&mut self, line: &str) -> Option<(Name, Arc<Expr>)> {
+        let hit = self.lines.get(line).cloned();
+        if hit.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        hit
+    }
+
+    /// Records the parse of `line`; caches it if the line was seen before.
+    pub(crate) fn offer(&mut self, line: &str, name: &Name, expr: &Arc<Expr>) {
+        let h = self.hasher.hash_one(line);
+        if !self.seen_once.remove(&h) {
+            if self.seen_once.len() >= self.capacity * 4 {
+                self.seen_once.clear();
+            }
+            self.seen_once.insert(h);
+            return;
+        }
+        if self.lines.len() >= self.capacity {
+            self.lines.clear();
+        }
+        self.lines
+            .insert(Box::from(line), (name.clone(), Arc::clone(expr)));
+    }
+}
+
+/// [`crate::parse_old_ads_strict`] through a cache: the same ads, parsed once per distinct
+/// line.
+pub fn parse_old_ads_cached(text: &str, cache: &mut AttrCache) -> Result<Vec<ClassAd>, ParseError> {
+    crate::parser::parse_old_ads_with(text, Some(cache))
+}
