@@ -20,12 +20,135 @@ pub struct ClassAd {
     detached: bool,
 }
 
+/// One attribute: its name and expression. Ads hold attributes by reference count, so ads
+/// read through an [`crate::AttrCache`] share every attribute they have in common (a pool's
+/// slot ads differ in a few attributes out of ~100) and an entry costs one pointer.
+#[derive(Debug)]
+pub struct Attr {
+    pub name: Name,
+    pub expr: Arc<Expr>,
+}
+
+impl Attr {
+    pub fn new(name: Name, expr: Arc<Expr>) -> Arc<Attr> {
+        Arc::new(Attr { name, expr })
+    }
+}
+
 #[derive(Clone, Default)]
 struct Attrs {
-    entries: Vec<(Name, Arc<Expr>)>,
+    entries: Vec<Arc<Attr>>,
     /// Open addressing table: 0 = empty, otherwise index+1 into `entries`. Length is a power of
     /// two at least twice the number of entries (or empty when there are no entries).
-    table: Vec<u32>,
+    table: Index,
+}
+
+/// The slots of the open addressing table: 16 bits while the ad has fewer than 65,535
+/// attributes (the table of a typical 50-attribute slot ad is then 256 bytes, which matters
+/// for a collector holding 100,000 of them), 32 bits beyond.
+#[derive(Clone)]
+enum Index {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index::Narrow(Vec::new())
+    }
+}
+
+impl Index {
+    /// An empty table of `len` slots able to index `entries` attributes.
+    fn with_len(len: usize, entries: usize) -> Index {
+        if entries < u16::MAX as usize {
+            Index::Narrow(vec![0; len])
+        } else {
+            Index::Wide(vec![0; len])
+        }
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Index::Narrow(t) => t.len(),
+            Index::Wide(t) => t.len(),
+        }
+    }
+    #[inline]
+    fn get(&self, i: usize) -> usize {
+        match self {
+            Index::Narrow(t) => t[i] as usize,
+            Index::Wide(t) => t[i] as usize,
+        }
+    }
+    /// Puts entry number `slot` (index + 1) in the first free slot from `hash`.
+    fn place(&mut self, hash: u64, slot: usize) {
+        let mask = self.len() - 1;
+        let mut i = (hash as usize) & mask;
+        while self.get(i) != 0 {
+            i = (i + 1) & mask;
+        }
+        // In range: `with_len` picked a width that holds every entry number.
+        match self {
+            Index::Narrow(t) => t[i] = slot as u16,
+            Index::Wide(t) => t[i] = slot as u32,
+        }
+    }
+}
+
+impl Attrs {
+    #[inline]
+    pub(crate) fn find(&self, name: &str, hash: u64) -> Option<usize> {
+        let len = self.table.len();
+        if len == 0 {
+            return None;
+        }
+        let mask = len - 1;
+        let mut i = (hash as usize) & mask;
+        loop {
+            let slot = self.table.get(i);
+            if slot == 0 {
+                return None;
+            }
+            let idx = slot - 1;
+            let n = &self.entries[idx].name;
+            if n.hash() == hash && (n.as_str() == name || n.as_str().eq_ignore_ascii_case(name)) {
+                return Some(idx);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn rebuild(&mut self) {
+        let n = self.entries.len();
+        let want = (n * 2).next_power_of_two().max(8);
+        self.table = Index::with_len(want, n);
+        for (idx, a) in self.entries.iter().enumerate() {
+            self.table.place(a.name.hash(), idx + 1);
+        }
+    }
+
+    fn insert_attr(&mut self, attr: Arc<Attr>) {
+        if let Some(idx) = self.find(attr.name.as_str(), attr.name.hash()) {
+            // The first spelling of the name is kept, as libclassad does.
+            let old = &self.entries[idx];
+            self.entries[idx] = if old.name.as_str() == attr.name.as_str() {
+                attr
+            } else {
+                Attr::new(old.name.clone(), attr.expr.clone())
+            };
+            return;
+        }
+        let hash = attr.name.hash();
+        self.entries.push(attr);
+        let n = self.entries.len();
+        let too_narrow = matches!(self.table, Index::Narrow(_)) && n >= u16::MAX as usize;
+        if n * 2 > self.table.len() || too_narrow {
+            self.rebuild();
+        } else {
+            self.table.place(hash, n);
+        }
+    }
 }
 
 impl fmt::Debug for ClassAd {
@@ -38,68 +161,12 @@ impl PartialEq for ClassAd {
     /// Same attributes (any order) with structurally identical expressions.
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
-            && self.attrs.entries.iter().all(|(n, e)| {
+            && self.attrs.entries.iter().all(|a| {
+                // Shared expressions (ads read through one cache) compare by pointer.
                 other
-                    .lookup_hashed(n.as_str(), n.hash())
-                    .is_some_and(|o| o.same_as(e))
+                    .lookup_name(&a.name)
+                    .is_some_and(|o| Arc::ptr_eq(o, &a.expr) || o.same_as(&a.expr))
             })
-    }
-}
-
-impl Attrs {
-    #[inline]
-    pub(crate) fn find(&self, name: &str, hash: u64) -> Option<usize> {
-        if self.table.is_empty() {
-            return None;
-        }
-        let mask = self.table.len() - 1;
-        let mut i = (hash as usize) & mask;
-        loop {
-            let slot = self.table[i];
-            if slot == 0 {
-                return None;
-            }
-            let idx = (slot - 1) as usize;
-            let (n, _) = &self.entries[idx];
-            if n.hash() == hash && (n.as_str() == name || n.as_str().eq_ignore_ascii_case(name)) {
-                return Some(idx);
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    fn rebuild(&mut self) {
-        let want = (self.entries.len() * 2).next_power_of_two().max(8);
-        self.table.clear();
-        self.table.resize(want, 0);
-        let mask = want - 1;
-        for (idx, (n, _)) in self.entries.iter().enumerate() {
-            let mut i = (n.hash() as usize) & mask;
-            while self.table[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            self.table[i] = idx as u32 + 1;
-        }
-    }
-
-    fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
-        if let Some(idx) = self.find(name.as_str(), name.hash()) {
-            // The first spelling of the name is kept, as libclassad does.
-            self.entries[idx].1 = expr;
-            return;
-        }
-        self.entries.push((name, expr));
-        if self.entries.len() * 2 > self.table.len() {
-            self.rebuild();
-        } else {
-            let mask = self.table.len() - 1;
-            let (n, _) = &self.entries[self.entries.len() - 1];
-            let mut i = (n.hash() as usize) & mask;
-            while self.table[i] != 0 {
-                i = (i + 1) & mask;
-            }
-            self.table[i] = self.entries.len() as u32;
-        }
     }
 }
 
@@ -112,7 +179,7 @@ impl ClassAd {
         ClassAd {
             attrs: Arc::new(Attrs {
                 entries: Vec::with_capacity(n),
-                table: Vec::new(),
+                table: Index::default(),
             }),
             parent: None,
             detached: false,
@@ -121,7 +188,12 @@ impl ClassAd {
 
     /// Insert or replace `name` (case-insensitive; the spelling first inserted is kept).
     pub(crate) fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
-        Arc::make_mut(&mut self.attrs).insert_arc(name, expr);
+        self.insert_attr(Attr::new(name, expr));
+    }
+
+    /// Insert a shared attribute (the name's first spelling in this ad is kept).
+    pub fn insert_attr(&mut self, attr: Arc<Attr>) {
+        Arc::make_mut(&mut self.attrs).insert_attr(attr);
     }
 
     #[inline]
@@ -208,13 +280,13 @@ impl ClassAd {
     /// Lookup with a precomputed [`ci_hash`] of the name.
     #[inline]
     pub fn lookup_hashed(&self, name: &str, hash: u64) -> Option<&Expr> {
-        self.find(name, hash).map(|i| &*self.attrs.entries[i].1)
+        self.find(name, hash).map(|i| &*self.attrs.entries[i].expr)
     }
 
     #[inline]
     pub(crate) fn lookup_name(&self, name: &Name) -> Option<&Arc<Expr>> {
         self.find(name.as_str(), name.hash())
-            .map(|i| &self.attrs.entries[i].1)
+            .map(|i| &self.attrs.entries[i].expr)
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -224,13 +296,18 @@ impl ClassAd {
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
         let idx = self.find(name, ci_hash(name))?;
         let attrs = Arc::make_mut(&mut self.attrs);
-        let (_, e) = attrs.entries.remove(idx);
+        let a = attrs.entries.remove(idx);
         attrs.rebuild();
+        let e = a.expr.clone();
+        drop(a);
         Some(Arc::try_unwrap(e).unwrap_or_else(|a| (*a).clone()))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Expr)> {
-        self.attrs.entries.iter().map(|(n, e)| (n.as_str(), &**e))
+        self.attrs
+            .entries
+            .iter()
+            .map(|a| (a.name.as_str(), &*a.expr))
     }
 
     pub fn len(&self) -> usize {
@@ -241,10 +318,18 @@ impl ClassAd {
         self.attrs.entries.is_empty()
     }
 
+    /// Gives back spare capacity of the attribute vector (for ads kept a long time, such as
+    /// the collector's: an ad built by inserts has up to twice the room it needs).
+    pub fn shrink_to_fit(&mut self) {
+        if self.attrs.entries.capacity() > self.attrs.entries.len() {
+            Arc::make_mut(&mut self.attrs).entries.shrink_to_fit();
+        }
+    }
+
     /// Copy every attribute of `other` into this ad (replacing same-named ones).
     pub fn update(&mut self, other: &ClassAd) {
-        for (n, e) in &other.attrs.entries {
-            self.insert_arc(n.clone(), e.clone());
+        for a in &other.attrs.entries {
+            self.insert_attr(a.clone());
         }
     }
 
@@ -272,16 +357,16 @@ impl ClassAd {
     /// Old syntax, as `condor_status -long` prints: one `Name = expr` per line.
     pub fn to_old_syntax(&self) -> String {
         let mut s = String::new();
-        for (n, e) in &self.attrs.entries {
-            s.push_str(n.as_str());
+        for a in &self.attrs.entries {
+            s.push_str(a.name.as_str());
             s.push_str(" = ");
-            crate::format::unparse_expr_old(&mut s, e);
+            crate::format::unparse_expr_old(&mut s, &a.expr);
             s.push('\n');
         }
         s
     }
 
-    pub(crate) fn entries(&self) -> &[(Name, Arc<Expr>)] {
+    pub(crate) fn entries(&self) -> &[Arc<Attr>] {
         &self.attrs.entries
     }
 }

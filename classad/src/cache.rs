@@ -3,13 +3,12 @@
 //!
 //! Most lines of a slot ad (`Arch = "X86_64"`, `Requirements = START && ...`) are the same in
 //! every slot ad of a pool and in every update of one slot. A line seen before is not parsed
-//! again: the ad gets the cached name and expression (shared, reference counted), which saves
+//! again: the ad gets the cached attribute (shared, reference counted), which saves
 //! both the parse and the memory of a private copy. Lines that are unique to one ad (`Name`,
 //! `Disk`) would only fill the cache, so a line is cached only the second time it is seen;
 //! the first sightings are remembered as 64-bit hashes in a bounded set.
+use crate::ad::Attr;
 use crate::error::ParseError;
-use crate::expr::Expr;
-use crate::name::Name;
 use crate::ClassAd;
 use foldhash::fast::RandomState;
 use std::collections::{HashMap, HashSet};
@@ -18,7 +17,7 @@ use std::sync::Arc;
 
 /// Parsed lines by their exact text (attribute name included).
 pub struct AttrCache {
-    lines: HashMap<Box<str>, (Name, Arc<Expr>), RandomState>,
+    lines: HashMap<Box<str>, Arc<Attr>, RandomState>,
     /// Hashes of lines seen once and not (yet) cached.
     seen_once: HashSet<u64, RandomState>,
     /// Keyed per cache (foldhash with a random seed: fast, and a sender cannot aim lines at
@@ -74,7 +73,7 @@ impl AttrCache {
     }
 
     /// The cached parse of `line`, if any.
-    pub(crate) fn get(&mut self, line: &str) -> Option<(Name, Arc<Expr>)> {
+    pub(crate) fn get(&mut self, line: &str) -> Option<Arc<Attr>> {
         let hit = self.lines.get(line).cloned();
         if hit.is_some() {
             self.hits += 1;
@@ -85,7 +84,7 @@ impl AttrCache {
     }
 
     /// Records the parse of `line`; caches it if the line was seen before.
-    pub(crate) fn offer(&mut self, line: &str, name: &Name, expr: &Arc<Expr>) {
+    pub(crate) fn offer(&mut self, line: &str, attr: &Arc<Attr>) {
         let h = self.hasher.hash_one(line);
         if !self.seen_once.remove(&h) {
             if self.seen_once.len() >= self.capacity * 4 {
@@ -97,8 +96,7 @@ impl AttrCache {
         if self.lines.len() >= self.capacity {
             self.lines.clear();
         }
-        self.lines
-            .insert(Box::from(line), (name.clone(), Arc::clone(expr)));
+        self.lines.insert(Box::from(line), Arc::clone(attr));
     }
 }
 

@@ -429,10 +429,9 @@ impl Printer {
     fn ad(&mut self, buf: &mut String, ad: &ClassAd) {
         // libclassad keeps attributes sorted by name length, then case-insensitively, and prints
         // them in that order.
-        let mut entries: Vec<&(crate::name::Name, std::sync::Arc<Expr>)> =
-            ad.entries().iter().collect();
+        let mut entries: Vec<&crate::ad::Attr> = ad.entries().iter().map(|a| &**a).collect();
         entries.sort_by(|a, b| {
-            let (x, y) = (a.0.as_str(), b.0.as_str());
+            let (x, y) = (a.name.as_str(), b.name.as_str());
             x.len()
                 .cmp(&y.len())
                 .then_with(|| crate::eval::ops::strcasecmp(x, y))
@@ -446,14 +445,14 @@ impl Printer {
         } else {
             buf.push_str("[ ");
         }
-        for (i, (n, e)) in entries.iter().enumerate() {
+        for (i, a) in entries.iter().enumerate() {
             if self.style.pretty {
                 buf.push('\n');
                 buf.extend(std::iter::repeat_n(' ', self.indent));
             }
-            self.name(buf, n.as_str());
+            self.name(buf, a.name.as_str());
             buf.push_str(" = ");
-            self.expr(buf, e);
+            self.expr(buf, &a.expr);
             if i + 1 != entries.len() {
                 buf.push_str("; ");
             }

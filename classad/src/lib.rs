@@ -19,7 +19,7 @@ pub mod name;
 pub mod parser;
 pub mod value;
 
-pub use ad::ClassAd;
+pub use ad::{Attr, ClassAd};
 pub use builtins::Builtin;
 pub use cache::{parse_old_ads_cached, AttrCache};
 pub use error::ParseError;

@@ -2,7 +2,7 @@
 //! `?:`, `||`, `&&`, `|`, `^`, `&`, `== != =?= =!= is isnt`, `< <= > >=`, `<< >> >>>`, `+ -`,
 //! `* / %`, unary `+ - ! ~`, postfix `.name` and `[i]`, primary. Nesting deeper than
 //! [`MAX_DEPTH`] is a parse error (never a stack overflow).
-use crate::ad::ClassAd;
+use crate::ad::{Attr, ClassAd};
 use crate::builtins::Builtin;
 use crate::cache::AttrCache;
 use crate::error::ParseError;
@@ -437,8 +437,8 @@ fn parse_old_line(
     cache: Option<&mut AttrCache>,
 ) -> Result<(), ParseError> {
     let mut cache = cache;
-    if let Some((name, expr)) = cache.as_mut().and_then(|c| c.get(line)) {
-        ad.insert_arc(name, expr);
+    if let Some(attr) = cache.as_mut().and_then(|c| c.get(line)) {
+        ad.insert_attr(attr);
         return Ok(());
     }
     let Some(eq) = line.find('=') else {
@@ -475,12 +475,11 @@ fn parse_old_line(
     let mut e = p.expression()?;
     p.finish()?;
     zero_abs_offsets(&mut e);
-    let name = Name::new(name);
-    let e = Arc::new(e);
+    let attr = Attr::new(Name::new(name), Arc::new(e));
     if let Some(c) = cache {
-        c.offer(line, &name, &e);
+        c.offer(line, &attr);
     }
-    ad.insert_arc(name, e);
+    ad.insert_attr(attr);
     Ok(())
 }
 

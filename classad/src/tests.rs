@@ -358,3 +358,20 @@ fn cached_old_syntax_parse_gives_the_same_ads() {
     }
     assert!(small.len() <= 2);
 }
+
+#[test]
+fn an_ad_with_more_attributes_than_16_bit_slots_hold_still_finds_them_all() {
+    let mut ad = ClassAd::new();
+    let n = 70_000;
+    for i in 0..n {
+        ad.insert_int(&format!("a{i}"), i as i64);
+    }
+    assert_eq!(ad.len(), n);
+    for i in [0, 1, 65_533, 65_534, 65_535, 65_536, n - 1] {
+        assert_eq!(ad.eval_attr(&format!("A{i}")), Value::Int(i as i64), "a{i}");
+    }
+    assert!(ad.lookup("a70000").is_none());
+    ad.insert_int("A65535", -1);
+    assert_eq!(ad.len(), n);
+    assert_eq!(ad.eval_attr("a65535"), Value::Int(-1));
+}

@@ -1907,12 +1907,15 @@ impl<'c, 'a> RefWalker<'c, 'a> {
             }
             Expr::Call(c) => c.args.iter().all(|x| self.walk(x, cur, refs, d)),
             Expr::List(l) => l.iter().all(|x| self.walk(x, cur, refs, d)),
-            Expr::Ad(ad) => ad.entries().iter().all(|(_, x)| self.walk(x, cur, refs, d)),
+            Expr::Ad(ad) => ad
+                .entries()
+                .iter()
+                .all(|a| self.walk(&a.expr, cur, refs, d)),
         }
     }
 
     fn walk_ad(&self, ad: &crate::ClassAd, refs: &mut Vec<String>, d: u32) -> bool {
-        ad.entries().iter().all(|(_, x)| self.walk(x, ad, refs, d))
+        ad.entries().iter().all(|a| self.walk(&a.expr, ad, refs, d))
     }
 }
 

@@ -334,6 +334,7 @@ impl AdTable {
     ) -> Result<(AdKey, Update), AdError> {
         let key = validate(&ad)?;
         let private = split_private(&mut ad);
+        ad.shrink_to_fit();
         let lifetime = match ad.eval_attr(LIFETIME_ATTR) {
             Value::Int(n) if n > 0 => n,
             Value::Undefined => self.params.classad_lifetime,
