@@ -1,0 +1,60 @@
+//! `aerie-node`: the execute-node and access-point agent (simulate, check-claims).
+use aerie_node::args::{Cli, Command};
+use clap::Parser;
+
+fn main() {
+    let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AERIE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,aerie_node=info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let code = match cli.command {
+        Command::Simulate(args) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("aerie-node: cannot start the runtime: {e}");
+                    std::process::exit(2);
+                }
+            };
+            match rt.block_on(aerie_node::simulate::run(args)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("aerie-node simulate: {e:#}");
+                    2
+                }
+            }
+        }
+        Command::CheckClaims(args) => match aerie_node::check::check_files(&args.files) {
+            Ok(s) => {
+                if args.json {
+                    match serde_json::to_string_pretty(&serde_json::json!({
+                        "ok": s.ok(),
+                        "summary": s,
+                    })) {
+                        Ok(t) => println!("{t}"),
+                        Err(e) => eprintln!("aerie-node check-claims: {e}"),
+                    }
+                } else {
+                    print!("{}", aerie_node::check::render(&s));
+                }
+                if s.ok() {
+                    0
+                } else {
+                    1
+                }
+            }
+            Err(e) => {
+                eprintln!("aerie-node check-claims: {e:#}");
+                2
+            }
+        },
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,277 @@
+//! The simulated pool's shape (machines, slots, submitters) and the ads it advertises:
+//! slot ads (`Machine`), one `Submitter` ad per submitter and one `Scheduler` ad.
+//!
+//! Ads carry no time-varying attribute (no `CurrentTime`, no load), so an unchanged slot
+//! re-advertised every update interval is recognised by the collector as unchanged.
+use crate::access_point::AccessPoint;
+use crate::startd::{Resources, Slot, SlotKind, Startd};
+use classad::ClassAd;
+
+/// Memory (MB) and disk (KB) per core of a simulated machine.
+pub const MEMORY_PER_CORE: f64 = 2048.0;
+pub const DISK_PER_CORE: f64 = 10_000_000.0;
+
+/// Which ad: the collector keys ads by type and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AdRef {
+    Slot(String),
+    /// Index into the access point's submitters.
+    Submitter(usize),
+    Scheduler,
+}
+
+/// What every ad says about where it comes from.
+#[derive(Clone, Debug)]
+pub struct AdContext {
+    /// "<host:port>" of this process's gRPC server.
+    pub my_address: String,
+    pub domain: String,
+    /// The access point's (schedd's) name.
+    pub schedd_name: String,
+}
+
+/// Machine name of machine `m`.
+pub fn machine_name(prefix: &str, m: u32, domain: &str) -> String {
+    format!("{prefix}{m}.{domain}")
+}
+
+/// Fills `startd` with `slots` slots (static mode) or cores (partitionable mode),
+/// `per_machine` to a machine.
+pub fn build_slots(
+    startd: &mut Startd,
+    slots: u32,
+    per_machine: u32,
+    partitionable: bool,
+    prefix: &str,
+    domain: &str,
+) {
+    let per = per_machine.max(1);
+    let machines = slots.div_ceil(per);
+    for m in 0..machines {
+        let machine = machine_name(prefix, m, domain);
+        let here = per.min(slots - m * per);
+        if partitionable {
+            let cores = here as f64;
+            startd.add_partitionable(
+                &machine,
+                1,
+                Resources {
+                    cpus: cores,
+                    memory: cores * MEMORY_PER_CORE,
+                    disk: cores * DISK_PER_CORE,
+                },
+            );
+        } else {
+            for k in 1..=here {
+                startd.add_static(
+                    &machine,
+                    k,
+                    Resources {
+                        cpus: 1.0,
+                        memory: MEMORY_PER_CORE,
+                        disk: DISK_PER_CORE,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// The slot's ad (with its private `ClaimId`, which the collector keeps apart).
+pub fn slot_ad(slot: &Slot, ctx: &AdContext) -> String {
+    let mut ad = ClassAd::new();
+    let r = slot.advertised();
+    ad.insert_str("MyType", "Machine");
+    ad.insert_str("TargetType", "Job");
+    ad.insert_str("Name", &slot.name);
+    ad.insert_str("Machine", &slot.machine);
+    ad.insert_int("SlotID", slot.id as i64);
+    ad.insert_str("MyAddress", &ctx.my_address);
+    ad.insert_str("StartdIpAddr", &ctx.my_address);
+    ad.insert_str("OpSys", "LINUX");
+    ad.insert_str("Arch", "X86_64");
+    ad.insert_str("UidDomain", &ctx.domain);
+    ad.insert_str("FileSystemDomain", &ctx.domain);
+    ad.insert_int("Cpus", r.cpus as i64);
+    ad.insert_int("Memory", r.memory as i64);
+    ad.insert_int("Disk", r.disk as i64);
+    ad.insert_int("TotalSlotCpus", slot.total.cpus as i64);
+    ad.insert_int("TotalSlotMemory", slot.total.memory as i64);
+    ad.insert_int("TotalSlotDisk", slot.total.disk as i64);
+    ad.insert_int("SlotWeight", r.cpus as i64);
+    ad.insert_bool("Start", true);
+    ad.insert_bool("Requirements", true);
+    ad.insert_int("Rank", 0);
+    match &slot.kind {
+        SlotKind::Static => {
+            ad.insert_str("SlotType", "Static");
+            ad.insert_bool("PartitionableSlot", false);
+        }
+        SlotKind::Partitionable { .. } => {
+            ad.insert_str("SlotType", "Partitionable");
+            ad.insert_bool("PartitionableSlot", true);
+        }
+        SlotKind::Dynamic { parent } => {
+            ad.insert_str("SlotType", "Dynamic");
+            ad.insert_bool("DynamicSlot", true);
+            ad.insert_bool("PartitionableSlot", false);
+            ad.insert_str("ParentSlotName", parent);
+        }
+    }
+    match &slot.running {
+        Some(j) if !slot.is_partitionable() => {
+            ad.insert_str("State", "Claimed");
+            ad.insert_str("Activity", "Busy");
+            ad.insert_str("RemoteUser", &j.user);
+            ad.insert_str("RemoteOwner", &j.user);
+            if j.grouped {
+                ad.insert_str("AccountingGroup", &j.submitter);
+            }
+            ad.insert_str("JobId", &j.job);
+            ad.insert_int("JobStart", j.start);
+            if let Some(l) = &j.concurrency_limits {
+                ad.insert_str("ConcurrencyLimits", l);
+            }
+            ad.insert_int("ClaimTerm", j.term as i64);
+        }
+        _ => {
+            ad.insert_str("State", "Unclaimed");
+            ad.insert_str("Activity", "Idle");
+        }
+    }
+    ad.insert_str("ClaimId", &slot.claim_id);
+    ad.to_old_syntax()
+}
+
+/// The Submitter ad of submitter `i`.
+pub fn submitter_ad(ap: &AccessPoint, i: usize, ctx: &AdContext) -> Option<String> {
+    let s = ap.submitters().get(i)?;
+    let (idle, running) = ap.counts().get(i).copied().unwrap_or((0, 0));
+    let mut ad = ClassAd::new();
+    ad.insert_str("MyType", "Submitter");
+    ad.insert_str("TargetType", "");
+    ad.insert_str("Name", &s.name);
+    ad.insert_str("ScheddName", &ctx.schedd_name);
+    ad.insert_str("ScheddIpAddr", &ctx.my_address);
+    ad.insert_str("MyAddress", &ctx.my_address);
+    ad.insert_str("Machine", &ctx.schedd_name);
+    ad.insert_int("IdleJobs", idle as i64);
+    ad.insert_int("RunningJobs", running as i64);
+    ad.insert_int("HeldJobs", 0);
+    Some(ad.to_old_syntax())
+}
+
+/// The access point's Scheduler ad.
+pub fn scheduler_ad(ap: &AccessPoint, ctx: &AdContext) -> String {
+    let (idle, running) = ap
+        .counts()
+        .iter()
+        .fold((0, 0), |(i, r), (a, b)| (i + a, r + b));
+    let mut ad = ClassAd::new();
+    ad.insert_str("MyType", "Scheduler");
+    ad.insert_str("TargetType", "");
+    ad.insert_str("Name", &ctx.schedd_name);
+    ad.insert_str("Machine", &ctx.schedd_name);
+    ad.insert_str("ScheddIpAddr", &ctx.my_address);
+    ad.insert_str("MyAddress", &ctx.my_address);
+    ad.insert_int("TotalIdleJobs", idle as i64);
+    ad.insert_int("TotalRunningJobs", running as i64);
+    ad.insert_int("TotalHeldJobs", 0);
+    ad.insert_int("NumUsers", ap.submitters().len() as i64);
+    ad.to_old_syntax()
+}
+
+/// The (MyType, Name) the collector keys `r` by; `None` when it no longer exists.
+pub fn ad_key(r: &AdRef, ap: &AccessPoint, ctx: &AdContext) -> Option<(&'static str, String)> {
+    match r {
+        AdRef::Slot(n) => Some(("Machine", n.clone())),
+        AdRef::Submitter(i) => ap
+            .submitters()
+            .get(*i)
+            .map(|s| ("Submitter", s.name.clone())),
+        AdRef::Scheduler => Some(("Scheduler", ctx.schedd_name.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::startd::{ClaimSpec, RunningJob};
+
+    fn ctx() -> AdContext {
+        AdContext {
+            my_address: "<127.0.0.1:9>".into(),
+            domain: "pool.example".into(),
+            schedd_name: "sim-ap.pool.example".into(),
+        }
+    }
+
+    #[test]
+    fn static_pool_shape_and_claimed_slot_ad() {
+        let mut sd = Startd::new(1, "t");
+        build_slots(&mut sd, 6, 4, false, "sim", "pool.example");
+        assert_eq!(sd.len(), 6);
+        assert!(sd.slot("slot4@sim0.pool.example").is_some());
+        assert!(sd.slot("slot2@sim1.pool.example").is_some());
+        assert!(sd.slot("slot3@sim1.pool.example").is_none());
+        let cid = sd.slot("slot1@sim0.pool.example").unwrap().claim_id.clone();
+        sd.request_claim(ClaimSpec {
+            slot: "slot1@sim0.pool.example".into(),
+            claim_id: cid.clone(),
+            term: 4,
+            job: RunningJob {
+                job: "7.0".into(),
+                submitter: "group_a.alice@pool.example".into(),
+                user: "alice@pool.example".into(),
+                grouped: true,
+                concurrency_limits: Some("licA".into()),
+                term: 4,
+                cycle: 2,
+                start: 1000,
+            },
+            carve: Resources::default(),
+        })
+        .unwrap();
+        let text = slot_ad(sd.slot("slot1@sim0.pool.example").unwrap(), &ctx());
+        let ad = classad::parse_ad(&text).expect("slot ad parses");
+        let s = |a: &str| ad.eval_attr(a).as_str().map(str::to_string);
+        assert_eq!(s("State").as_deref(), Some("Claimed"));
+        assert_eq!(s("Activity").as_deref(), Some("Busy"));
+        assert_eq!(
+            s("AccountingGroup").as_deref(),
+            Some("group_a.alice@pool.example")
+        );
+        assert_eq!(s("JobId").as_deref(), Some("7.0"));
+        assert_eq!(s("ClaimId"), Some(cid));
+        assert_eq!(ad.eval_attr("ClaimTerm").as_int(), Some(4));
+        assert_eq!(ad.eval_attr("SlotWeight").as_int(), Some(1));
+        assert_eq!(s("MyAddress").as_deref(), Some("<127.0.0.1:9>"));
+    }
+
+    #[test]
+    fn partitionable_pool_has_one_slot_per_machine() {
+        let mut sd = Startd::new(1, "t");
+        build_slots(&mut sd, 10, 4, true, "sim", "d");
+        assert_eq!(sd.len(), 3);
+        let last = sd.slot("slot1@sim2.d").unwrap();
+        assert_eq!(last.total.cpus, 2.0);
+        let ad = classad::parse_ad(&slot_ad(last, &ctx())).unwrap();
+        assert_eq!(ad.eval_attr("PartitionableSlot").as_bool(), Some(true));
+        assert_eq!(ad.eval_attr("State").as_str(), Some("Unclaimed"));
+    }
+
+    #[test]
+    fn submitter_and_scheduler_ads_count_jobs() {
+        let users = vec!["alice".to_string(), "bob".to_string()];
+        let mut ap = AccessPoint::new(&users, &[], "pool.example", vec![], 1);
+        for _ in 0..3 {
+            ap.add_job(0);
+        }
+        let a = classad::parse_ad(&submitter_ad(&ap, 0, &ctx()).unwrap()).unwrap();
+        assert_eq!(a.eval_attr("Name").as_str(), Some("alice@pool.example"));
+        assert_eq!(a.eval_attr("IdleJobs").as_int(), Some(2));
+        assert_eq!(a.eval_attr("ScheddIpAddr").as_str(), Some("<127.0.0.1:9>"));
+        let s = classad::parse_ad(&scheduler_ad(&ap, &ctx())).unwrap();
+        assert_eq!(s.eval_attr("TotalIdleJobs").as_int(), Some(3));
+    }
+}

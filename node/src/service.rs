@@ -1,0 +1,66 @@
+//! The gRPC face of the simulator: `negotiation.AccessPoint` (the leader's requests and
+//! grants) and `negotiation.Startd` (claims and releases), both on one server and both
+//! thin wrappers over [`Sim`], so the in-process and remote paths are the same code.
+use crate::sim::Sim;
+use aerie_proto::negotiation::{self as pb, access_point_server, startd_server};
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+#[derive(Clone)]
+pub struct NodeService {
+    pub sim: Arc<Sim>,
+}
+
+impl NodeService {
+    pub fn access_point(&self) -> access_point_server::AccessPointServer<Self> {
+        access_point_server::AccessPointServer::new(self.clone())
+            .max_decoding_message_size(256 << 20)
+            .max_encoding_message_size(256 << 20)
+    }
+
+    pub fn startd(&self) -> startd_server::StartdServer<Self> {
+        startd_server::StartdServer::new(self.clone())
+    }
+}
+
+#[tonic::async_trait]
+impl access_point_server::AccessPoint for NodeService {
+    async fn get_requests(
+        &self,
+        request: Request<pb::RequestsRequest>,
+    ) -> Result<Response<pb::RequestsReply>, Status> {
+        Ok(Response::new(self.sim.requests(&request.into_inner())))
+    }
+
+    async fn deliver_grants(
+        &self,
+        request: Request<pb::GrantBatch>,
+    ) -> Result<Response<pb::GrantReply>, Status> {
+        let batch = request.into_inner();
+        tracing::debug!(
+            term = batch.term,
+            cycle = batch.cycle,
+            leader = batch.leader_id,
+            grants = batch.grants.len(),
+            "grants delivered"
+        );
+        Ok(Response::new(self.sim.deliver(batch).await))
+    }
+}
+
+#[tonic::async_trait]
+impl startd_server::Startd for NodeService {
+    async fn request_claim(
+        &self,
+        request: Request<pb::ClaimRequest>,
+    ) -> Result<Response<pb::ClaimReply>, Status> {
+        Ok(Response::new(self.sim.claim(&request.into_inner())))
+    }
+
+    async fn release_claim(
+        &self,
+        request: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::ReleaseReply>, Status> {
+        Ok(Response::new(self.sim.release(&request.into_inner())))
+    }
+}

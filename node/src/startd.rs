@@ -1,0 +1,567 @@
+//! The startd core: which slots exist, which are claimed by whom, and the rules a claim must
+//! pass. Pure (no I/O, no clock: time is passed in; claim ids come from a seeded generator),
+//! so the rules are unit-tested directly and the gRPC `Startd` service and the in-process
+//! access point share them.
+//!
+//! The rules, as in HTCondor's startd plus Aerie's term fence:
+//! * a claim must present the slot's current `ClaimId` (the capability the collector hands
+//!   only to the winner of a match); the id is renewed after every release, so a grant for
+//!   an earlier idle period of the slot is useless;
+//! * a static slot (and each dynamic slot) holds one claim at a time;
+//! * a claim whose Raft term is older than the newest term the slot has seen is refused, so a
+//!   deposed leader's late grants lose to a newer leader's. A partitionable slot keeps the
+//!   newest term for itself and all the dynamic slots carved from it.
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Cpus, memory (MB) and disk (KB), as slots and jobs count them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Resources {
+    pub cpus: f64,
+    pub memory: f64,
+    pub disk: f64,
+}
+
+impl Resources {
+    fn fits_in(&self, other: &Resources) -> bool {
+        self.cpus <= other.cpus && self.memory <= other.memory && self.disk <= other.disk
+    }
+    fn minus(&self, o: &Resources) -> Resources {
+        Resources {
+            cpus: self.cpus - o.cpus,
+            memory: self.memory - o.memory,
+            disk: self.disk - o.disk,
+        }
+    }
+    fn plus(&self, o: &Resources) -> Resources {
+        Resources {
+            cpus: self.cpus + o.cpus,
+            memory: self.memory + o.memory,
+            disk: self.disk + o.disk,
+        }
+    }
+}
+
+/// What kind of slot, as HTCondor's `SlotType` says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SlotKind {
+    Static,
+    /// Claims carve dynamic slots out of `free`; `next_dynamic` numbers them.
+    Partitionable {
+        free: Resources,
+        next_dynamic: u32,
+    },
+    /// Carved from the partitionable slot named `parent`; removed when released.
+    Dynamic {
+        parent: String,
+    },
+}
+
+/// The job a claimed slot runs: what the slot ad shows about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningJob {
+    /// CLUSTER.PROC.
+    pub job: String,
+    /// The submitter the job negotiated as (user@domain or group.user@domain).
+    pub submitter: String,
+    /// The job's User (user@domain).
+    pub user: String,
+    /// The job had an accounting group (then the slot advertises AccountingGroup).
+    pub grouped: bool,
+    pub concurrency_limits: Option<String>,
+    pub term: u64,
+    pub cycle: u64,
+    /// Unix seconds.
+    pub start: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Slot {
+    pub name: String,
+    pub machine: String,
+    /// SlotID (the N of slotN@...).
+    pub id: u32,
+    pub kind: SlotKind,
+    /// What the slot has (for a partitionable slot: its whole machine share).
+    pub total: Resources,
+    /// The current claim capability (private attribute `ClaimId`).
+    pub claim_id: String,
+    /// Newest Raft term seen in an accepted-or-fenced claim with the right capability.
+    pub newest_term: u64,
+    pub running: Option<RunningJob>,
+}
+
+impl Slot {
+    pub fn is_partitionable(&self) -> bool {
+        matches!(self.kind, SlotKind::Partitionable { .. })
+    }
+    /// Resources the slot advertises (a partitionable slot advertises what is left).
+    pub fn advertised(&self) -> Resources {
+        match &self.kind {
+            SlotKind::Partitionable { free, .. } => *free,
+            _ => self.total,
+        }
+    }
+}
+
+/// One claim request, whichever way it arrived.
+#[derive(Clone, Debug)]
+pub struct ClaimSpec {
+    pub slot: String,
+    pub claim_id: String,
+    pub term: u64,
+    pub job: RunningJob,
+    /// What to carve from a partitionable slot (ignored for static slots).
+    pub carve: Resources,
+}
+
+/// Why a claim was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refusal {
+    NoSuchSlot,
+    BadClaimId,
+    StaleTerm {
+        term: u64,
+        newest: u64,
+    },
+    AlreadyClaimed {
+        by: String,
+    },
+    /// A dynamic slot is claimed through its partitionable slot, never directly.
+    NotClaimable,
+    Insufficient {
+        want: Resources,
+        free: Resources,
+    },
+}
+
+impl Refusal {
+    /// A short, stable reason for logs and summaries ("stale term", "already claimed"...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refusal::NoSuchSlot => "no such slot",
+            Refusal::BadClaimId => "bad claim id",
+            Refusal::StaleTerm { .. } => "stale term",
+            Refusal::AlreadyClaimed { .. } => "already claimed",
+            Refusal::NotClaimable => "not claimable",
+            Refusal::Insufficient { .. } => "insufficient resources",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::StaleTerm { term, newest } => write!(f, "stale term {term} < {newest}"),
+            Refusal::AlreadyClaimed { by } => write!(f, "already claimed (by job {by})"),
+            Refusal::Insufficient { want, free } => write!(
+                f,
+                "insufficient resources: want {} cpus {} MB {} KB, free {} cpus {} MB {} KB",
+                want.cpus, want.memory, want.disk, free.cpus, free.memory, free.disk
+            ),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
+
+/// A granted claim.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claimed {
+    /// The slot that runs the job (a new dynamic slot when carved).
+    pub slot: String,
+    /// The capability to release it with.
+    pub claim_id: String,
+    /// The partitionable slot carved from, if any.
+    pub parent: Option<String>,
+}
+
+/// A release that happened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Released {
+    pub job: RunningJob,
+    /// The slot no longer exists (a dynamic slot); its ad should be invalidated.
+    pub removed: bool,
+    pub parent: Option<String>,
+}
+
+/// All slots of this process.
+pub struct Startd {
+    slots: BTreeMap<String, Slot>,
+    rng: StdRng,
+    /// Put into claim ids, so ids from different simulators never collide.
+    tag: String,
+}
+
+impl Startd {
+    /// An empty startd; `tag` (e.g. the listen address) is part of every claim id.
+    pub fn new(seed: u64, tag: &str) -> Startd {
+        Startd {
+            slots: BTreeMap::new(),
+            rng: StdRng::seed_from_u64(seed ^ 0x5eed_c1a1),
+            tag: tag.to_string(),
+        }
+    }
+
+    fn new_claim_id(&mut self) -> String {
+        format!("<{}>#{:016x}", self.tag, self.rng.gen::<u64>())
+    }
+
+    /// Adds a static slot `slot<id>@<machine>`.
+    pub fn add_static(&mut self, machine: &str, id: u32, total: Resources) {
+        self.add(
+            machine,
+            id,
+            format!("slot{id}@{machine}"),
+            SlotKind::Static,
+            total,
+        )
+    }
+
+    /// Adds a partitionable slot `slot<id>@<machine>` holding `total`.
+    pub fn add_partitionable(&mut self, machine: &str, id: u32, total: Resources) {
+        let kind = SlotKind::Partitionable {
+            free: total,
+            next_dynamic: 1,
+        };
+        self.add(machine, id, format!("slot{id}@{machine}"), kind, total)
+    }
+
+    fn add(&mut self, machine: &str, id: u32, name: String, kind: SlotKind, total: Resources) {
+        let claim_id = self.new_claim_id();
+        self.slots.insert(
+            name.clone(),
+            Slot {
+                name,
+                machine: machine.to_string(),
+                id,
+                kind,
+                total,
+                claim_id,
+                newest_term: 0,
+                running: None,
+            },
+        );
+    }
+
+    pub fn slot(&self, name: &str) -> Option<&Slot> {
+        self.slots.get(name)
+    }
+
+    pub fn slots(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Claims a slot (or carves a dynamic slot from a partitionable one).
+    ///
+    /// The capability is checked first and a wrong one teaches the slot nothing (anyone can
+    /// send a term); with the right capability the term is fenced and recorded, then the
+    /// slot must be free (or have room to carve).
+    pub fn request_claim(&mut self, req: ClaimSpec) -> Result<Claimed, Refusal> {
+        let slot = self.slots.get_mut(&req.slot).ok_or(Refusal::NoSuchSlot)?;
+        if matches!(slot.kind, SlotKind::Dynamic { .. }) {
+            return Err(Refusal::NotClaimable);
+        }
+        if slot.claim_id != req.claim_id {
+            return Err(Refusal::BadClaimId);
+        }
+        if req.term < slot.newest_term {
+            return Err(Refusal::StaleTerm {
+                term: req.term,
+                newest: slot.newest_term,
+            });
+        }
+        slot.newest_term = req.term;
+        match &mut slot.kind {
+            SlotKind::Static => {
+                if let Some(r) = &slot.running {
+                    return Err(Refusal::AlreadyClaimed { by: r.job.clone() });
+                }
+                slot.running = Some(req.job);
+                Ok(Claimed {
+                    slot: slot.name.clone(),
+                    claim_id: slot.claim_id.clone(),
+                    parent: None,
+                })
+            }
+            SlotKind::Partitionable { free, next_dynamic } => {
+                let want = req.carve;
+                if want.cpus <= 0.0 || !want.fits_in(free) {
+                    return Err(Refusal::Insufficient { want, free: *free });
+                }
+                *free = free.minus(&want);
+                let k = *next_dynamic;
+                *next_dynamic += 1;
+                let parent = slot.name.clone();
+                let machine = slot.machine.clone();
+                let id = slot.id;
+                let term = slot.newest_term;
+                let name = format!("slot{id}_{k}@{machine}");
+                let claim_id = self.new_claim_id();
+                self.slots.insert(
+                    name.clone(),
+                    Slot {
+                        name: name.clone(),
+                        machine,
+                        id,
+                        kind: SlotKind::Dynamic {
+                            parent: parent.clone(),
+                        },
+                        total: want,
+                        claim_id: claim_id.clone(),
+                        newest_term: term,
+                        running: Some(req.job),
+                    },
+                );
+                Ok(Claimed {
+                    slot: name,
+                    claim_id,
+                    parent: Some(parent),
+                })
+            }
+            SlotKind::Dynamic { .. } => Err(Refusal::NotClaimable),
+        }
+    }
+
+    /// Releases the claim `claim_id` holds on `slot`: a static slot gets a fresh capability
+    /// and is free again; a dynamic slot disappears and its resources return to its parent.
+    pub fn release(&mut self, slot: &str, claim_id: &str) -> Result<Released, String> {
+        let s = self
+            .slots
+            .get(slot)
+            .ok_or_else(|| format!("no slot {slot:?}"))?;
+        if s.claim_id != claim_id {
+            return Err(format!("bad claim id for slot {slot:?}"));
+        }
+        if s.running.is_none() {
+            return Err(format!("slot {slot:?} is not claimed"));
+        }
+        match s.kind.clone() {
+            SlotKind::Static => {
+                let fresh = self.new_claim_id();
+                let s = self
+                    .slots
+                    .get_mut(slot)
+                    .ok_or_else(|| format!("no slot {slot:?}"))?;
+                let job = s.running.take().ok_or("not claimed")?;
+                s.claim_id = fresh;
+                Ok(Released {
+                    job,
+                    removed: false,
+                    parent: None,
+                })
+            }
+            SlotKind::Dynamic { parent } => {
+                let d = self
+                    .slots
+                    .remove(slot)
+                    .ok_or_else(|| format!("no slot {slot:?}"))?;
+                if let Some(p) = self.slots.get_mut(&parent) {
+                    if let SlotKind::Partitionable { free, .. } = &mut p.kind {
+                        *free = free.plus(&d.total);
+                    }
+                }
+                Ok(Released {
+                    job: d.running.ok_or("not claimed")?,
+                    removed: true,
+                    parent: Some(parent),
+                })
+            }
+            SlotKind::Partitionable { .. } => Err(format!(
+                "slot {slot:?} is partitionable; release its dynamic slots"
+            )),
+        }
+    }
+
+    /// The current claim ids, by slot (partitionable and unclaimed static slots only: the
+    /// ones a leader could grant).
+    pub fn claim_ids(&self) -> BTreeMap<String, String> {
+        self.slots
+            .values()
+            .filter(|s| !matches!(s.kind, SlotKind::Dynamic { .. }))
+            .map(|s| (s.name.clone(), s.claim_id.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(cpus: f64, memory: f64) -> Resources {
+        Resources {
+            cpus,
+            memory,
+            disk: 1000.0,
+        }
+    }
+
+    fn job(id: &str) -> RunningJob {
+        RunningJob {
+            job: id.into(),
+            submitter: "alice@pool.example".into(),
+            user: "alice@pool.example".into(),
+            grouped: false,
+            concurrency_limits: None,
+            term: 0,
+            cycle: 1,
+            start: 0,
+        }
+    }
+
+    fn spec(sd: &Startd, slot: &str, term: u64, j: &str) -> ClaimSpec {
+        ClaimSpec {
+            slot: slot.into(),
+            claim_id: sd.slot(slot).unwrap().claim_id.clone(),
+            term,
+            job: job(j),
+            carve: res(1.0, 1024.0),
+        }
+    }
+
+    fn one_static() -> Startd {
+        let mut sd = Startd::new(1, "127.0.0.1:1");
+        sd.add_static("m1", 1, res(1.0, 2048.0));
+        sd
+    }
+
+    #[test]
+    fn a_slot_holds_one_claim_at_a_time() {
+        let mut sd = one_static();
+        let first = sd.request_claim(spec(&sd, "slot1@m1", 1, "1.0")).unwrap();
+        assert_eq!(first.slot, "slot1@m1");
+        let again = sd.request_claim(spec(&sd, "slot1@m1", 1, "2.0"));
+        assert_eq!(
+            again,
+            Err(Refusal::AlreadyClaimed {
+                by: "1.0".to_string()
+            })
+        );
+        sd.release("slot1@m1", &first.claim_id).unwrap();
+        // Free again, under a new capability.
+        assert_ne!(sd.slot("slot1@m1").unwrap().claim_id, first.claim_id);
+        assert!(sd.request_claim(spec(&sd, "slot1@m1", 1, "2.0")).is_ok());
+    }
+
+    #[test]
+    fn a_wrong_or_old_claim_id_is_refused() {
+        let mut sd = one_static();
+        let mut s = spec(&sd, "slot1@m1", 1, "1.0");
+        s.claim_id = "forged".into();
+        assert_eq!(sd.request_claim(s), Err(Refusal::BadClaimId));
+        let c = sd.request_claim(spec(&sd, "slot1@m1", 1, "1.0")).unwrap();
+        sd.release("slot1@m1", &c.claim_id).unwrap();
+        // The capability of the finished claim no longer works.
+        let mut old = spec(&sd, "slot1@m1", 1, "2.0");
+        old.claim_id = c.claim_id.clone();
+        assert_eq!(sd.request_claim(old), Err(Refusal::BadClaimId));
+        assert!(sd.release("slot1@m1", &c.claim_id).is_err());
+        let mut other = spec(&sd, "slot1@m1", 1, "2.0");
+        other.slot = "nope@m1".into();
+        assert_eq!(sd.request_claim(other), Err(Refusal::NoSuchSlot));
+    }
+
+    #[test]
+    fn an_older_term_than_one_seen_is_refused() {
+        let mut sd = one_static();
+        let c = sd.request_claim(spec(&sd, "slot1@m1", 5, "1.0")).unwrap();
+        sd.release("slot1@m1", &c.claim_id).unwrap();
+        assert_eq!(
+            sd.request_claim(spec(&sd, "slot1@m1", 4, "2.0")),
+            Err(Refusal::StaleTerm { term: 4, newest: 5 })
+        );
+        assert!(sd.request_claim(spec(&sd, "slot1@m1", 5, "2.0")).is_ok());
+        assert_eq!(sd.slot("slot1@m1").unwrap().newest_term, 5);
+    }
+
+    #[test]
+    fn a_newer_term_is_recorded_even_when_the_slot_is_busy() {
+        let mut sd = one_static();
+        let c = sd.request_claim(spec(&sd, "slot1@m1", 2, "1.0")).unwrap();
+        // A newer leader's grant for the busy slot is refused but fences the old term.
+        assert!(matches!(
+            sd.request_claim(spec(&sd, "slot1@m1", 7, "2.0")),
+            Err(Refusal::AlreadyClaimed { .. })
+        ));
+        sd.release("slot1@m1", &c.claim_id).unwrap();
+        assert_eq!(
+            sd.request_claim(spec(&sd, "slot1@m1", 2, "3.0")),
+            Err(Refusal::StaleTerm { term: 2, newest: 7 })
+        );
+    }
+
+    #[test]
+    fn a_forged_claim_does_not_move_the_term() {
+        let mut sd = one_static();
+        let mut s = spec(&sd, "slot1@m1", 99, "1.0");
+        s.claim_id = "forged".into();
+        assert_eq!(sd.request_claim(s), Err(Refusal::BadClaimId));
+        assert!(sd.request_claim(spec(&sd, "slot1@m1", 1, "1.0")).is_ok());
+    }
+
+    #[test]
+    fn partitionable_slots_carve_dynamic_slots_until_full() {
+        let mut sd = Startd::new(1, "t");
+        sd.add_partitionable(
+            "m1",
+            1,
+            Resources {
+                cpus: 2.0,
+                memory: 4096.0,
+                disk: 10_000.0,
+            },
+        );
+        let a = sd.request_claim(spec(&sd, "slot1@m1", 1, "1.0")).unwrap();
+        let b = sd.request_claim(spec(&sd, "slot1@m1", 1, "2.0")).unwrap();
+        assert_eq!(a.slot, "slot1_1@m1");
+        assert_eq!(b.slot, "slot1_2@m1");
+        assert_eq!(a.parent.as_deref(), Some("slot1@m1"));
+        assert_eq!(sd.slot("slot1@m1").unwrap().advertised().cpus, 0.0);
+        assert!(matches!(
+            sd.request_claim(spec(&sd, "slot1@m1", 1, "3.0")),
+            Err(Refusal::Insufficient { .. })
+        ));
+        // A dynamic slot cannot be claimed directly.
+        assert_eq!(
+            sd.request_claim(spec(&sd, "slot1_1@m1", 1, "3.0")),
+            Err(Refusal::NotClaimable)
+        );
+        let r = sd.release(&a.slot, &a.claim_id).unwrap();
+        assert!(r.removed);
+        assert!(sd.slot("slot1_1@m1").is_none());
+        assert_eq!(sd.slot("slot1@m1").unwrap().advertised().cpus, 1.0);
+        let c = sd.request_claim(spec(&sd, "slot1@m1", 1, "3.0")).unwrap();
+        assert_eq!(c.slot, "slot1_3@m1");
+        // The partitionable slot fences terms for all its children.
+        assert!(sd.release(&b.slot, &b.claim_id).is_ok());
+        assert!(sd.request_claim(spec(&sd, "slot1@m1", 3, "4.0")).is_ok());
+        assert!(matches!(
+            sd.request_claim(spec(&sd, "slot1@m1", 2, "5.0")),
+            Err(Refusal::StaleTerm { .. })
+        ));
+    }
+
+    #[test]
+    fn claim_ids_are_deterministic_per_seed_and_distinct() {
+        let mk = || {
+            let mut sd = Startd::new(9, "t");
+            for i in 1..=4 {
+                sd.add_static("m", i, res(1.0, 1.0));
+            }
+            sd.claim_ids()
+        };
+        let a = mk();
+        assert_eq!(a, mk());
+        let distinct: std::collections::BTreeSet<_> = a.values().collect();
+        assert_eq!(distinct.len(), 4);
+    }
+}
