@@ -6,6 +6,7 @@
 //! `ABSENT_EXPIRE_ADS_AFTER`, `EXPIRE_INVALIDATED_ADS`), queries with a constraint and a
 //! projection — are unit-tested without a clock. [`service`] serves it over gRPC.
 pub mod service;
+pub mod synthetic;
 mod table;
 
 pub use table::{
