@@ -10,6 +10,7 @@ pub mod advertise;
 pub mod args;
 pub mod check;
 pub mod claims_log;
+pub mod cli;
 pub mod pool;
 pub mod service;
 pub mod sim;

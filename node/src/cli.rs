@@ -1,0 +1,62 @@
+//! The `aerie-node` command line.
+use crate::args::{Cli, Command};
+use clap::Parser;
+
+/// The `aerie-node` command line: parses the arguments, runs the subcommand and returns the
+/// process exit code (shared by the binary and the integration tests' copy of it).
+pub fn cli_main() -> i32 {
+    let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AERIE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,aerie_node=info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let code = match cli.command {
+        Command::Simulate(args) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("aerie-node: cannot start the runtime: {e}");
+                    std::process::exit(2);
+                }
+            };
+            match rt.block_on(crate::simulate::run(args)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("aerie-node simulate: {e:#}");
+                    2
+                }
+            }
+        }
+        Command::CheckClaims(args) => match crate::check::check_files(&args.files) {
+            Ok(s) => {
+                if args.json {
+                    match serde_json::to_string_pretty(&serde_json::json!({
+                        "ok": s.ok(),
+                        "summary": s,
+                    })) {
+                        Ok(t) => println!("{t}"),
+                        Err(e) => eprintln!("aerie-node check-claims: {e}"),
+                    }
+                } else {
+                    print!("{}", crate::check::render(&s));
+                }
+                if s.ok() {
+                    0
+                } else {
+                    1
+                }
+            }
+            Err(e) => {
+                eprintln!("aerie-node check-claims: {e:#}");
+                2
+            }
+        },
+    };
+    code
+}
