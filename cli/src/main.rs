@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 mod client;
 mod cluster;
 mod eval;
+mod negotiator;
 mod quota;
 mod userprio;
 mod whatif;
@@ -27,6 +28,8 @@ enum Command {
     Quota(quota::QuotaArgs),
     /// Runtime concurrency limits.
     Limit(quota::LimitArgs),
+    /// The leader-run negotiation: pause, resume, cycle-now, status.
+    Negotiator(negotiator::Args),
     /// Run one negotiation cycle offline on condor_status/condor_q/condor_userprio dumps.
     WhatIf(whatif::Args),
 }
@@ -40,6 +43,7 @@ fn main() {
         Command::Quota(args) => quota::run_quota(args),
         Command::Limit(args) => quota::run_limit(args),
         Command::WhatIf(args) => whatif::run(args),
+        Command::Negotiator(args) => negotiator::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -259,11 +259,22 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         ));
     }
 
+    // The leader-run negotiation (the loop runs on every CM; only the leader negotiates).
+    let negotiation = crate::negotiation::spawn(crate::negotiation::Negotiation::new(
+        args.id,
+        advertise.clone(),
+        raft.clone(),
+        admin.state.clone(),
+        collector.table.clone(),
+        cfg.as_ref(),
+    )?);
+
     tracing::info!(id = args.id, listen = %args.listen, "aerie-cm serving");
     wait_for_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
     collector_sweep.abort();
+    negotiation.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), raft.shutdown()).await;
     for s in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), s).await;

@@ -6,6 +6,7 @@ pub mod collector;
 pub mod config_val;
 pub mod daemon;
 pub mod metrics;
+pub mod negotiation;
 pub mod negotiator;
 pub mod raft;
 pub mod state;

@@ -233,17 +233,36 @@ impl AdminService {
                 }
             }
         }
-        let (json, applied) = {
+        let (mut json, applied) = {
             let a = self.state.read().unwrap_or_else(|p| p.into_inner());
             let json = query::run(&a.state, &req.kind, &req.args_json)?;
             (json, a.last_applied.map(|l| l.index).unwrap_or(0))
         };
+        if req.kind == "negotiator" {
+            json = with_leader(&json, self.leader_hint());
+        }
         Ok(pb::QueryReply {
             result_json: json,
             applied_index: applied,
             leader: self.leader_hint(),
         })
     }
+}
+
+/// Adds `"leader": {"id", "addr"}` (or null) to a JSON object answer.
+fn with_leader(json: &str, leader: Option<pb::LeaderHint>) -> String {
+    let Ok(serde_json::Value::Object(mut o)) = serde_json::from_str::<serde_json::Value>(json)
+    else {
+        return json.to_string();
+    };
+    o.insert(
+        "leader".into(),
+        leader.map_or(
+            serde_json::Value::Null,
+            |l| serde_json::json!({"id": l.id, "addr": l.addr}),
+        ),
+    );
+    serde_json::Value::Object(o).to_string()
 }
 
 /// Accepts `{"v":1,"cmd":...}` or a bare command (`{"SetLimit":{...}}`, `"Noop"`).

@@ -10,6 +10,9 @@ struct UserprioArgs {
     now: Option<i64>,
 }
 
+/// How many of the latest cycle records the "negotiator" query returns.
+pub const NEGOTIATOR_STATUS_CYCLES: usize = 10;
+
 /// Runs query `kind` with JSON `args`, returning JSON text.
 pub fn run(state: &PoolState, kind: &str, args: &str) -> Result<String, String> {
     let v = match kind {
@@ -36,6 +39,12 @@ pub fn run(state: &PoolState, kind: &str, args: &str) -> Result<String, String> 
         }),
         "ads" => json!(state.ads),
         "cycles" => json!(state.cycles),
+        // The admin service adds "leader" (see AdminService::do_query).
+        "negotiator" => json!({
+            "paused": state.negotiator.paused,
+            "cycle_requests": state.negotiator.cycle_requests,
+            "cycles": state.cycles.iter().rev().take(NEGOTIATOR_STATUS_CYCLES).rev().collect::<Vec<_>>(),
+        }),
         "summary" => json!({
             "applied_commands": state.applied_commands,
             "now": state.now,
@@ -45,7 +54,7 @@ pub fn run(state: &PoolState, kind: &str, args: &str) -> Result<String, String> 
         }),
         other => {
             return Err(format!(
-                "bad value: unknown query {other:?} (known: state, userprio, policy, ads, cycles, summary)"
+                "bad value: unknown query {other:?} (known: state, userprio, policy, ads, cycles, negotiator, summary)"
             ))
         }
     };

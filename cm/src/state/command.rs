@@ -71,6 +71,12 @@ pub enum Command {
     },
     /// The summary of a completed negotiation cycle.
     RecordCycle(CycleRecord),
+    /// Pause (true) or resume (false) the leader-run negotiation.
+    SetNegotiatorPaused {
+        paused: bool,
+    },
+    /// Ask the leader for a negotiation cycle now (`cmctl negotiator cycle-now`).
+    RequestCycle,
 }
 
 impl Command {
@@ -87,6 +93,8 @@ impl Command {
             Command::PutAd { .. } => "put_ad",
             Command::RemoveAd { .. } => "remove_ad",
             Command::RecordCycle(_) => "record_cycle",
+            Command::SetNegotiatorPaused { .. } => "set_negotiator_paused",
+            Command::RequestCycle => "request_cycle",
         }
     }
 }

@@ -11,7 +11,9 @@ mod command;
 mod policy;
 
 pub use command::{Command, CommandResponse, Request, COMMAND_VERSION};
-pub use policy::{AdRecord, CycleRecord, DrainRequest, GroupPolicy, Quota, MAX_CYCLE_RECORDS};
+pub use policy::{
+    AdRecord, CycleRecord, DrainRequest, GroupPolicy, NegotiatorControl, Quota, MAX_CYCLE_RECORDS,
+};
 
 use crate::accountant::{Accountant, AccountantCommand, AccountantParams};
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,9 @@ pub struct PoolState {
     /// The most recent negotiation cycle records (bounded).
     #[serde(default)]
     pub cycles: VecDeque<CycleRecord>,
+    /// Pause flag and cycle-now requests of the leader-run negotiation.
+    #[serde(default)]
+    pub negotiator: NegotiatorControl,
     /// Highest time (Unix seconds) carried by any applied command; never decreases.
     #[serde(default)]
     pub now: i64,
@@ -61,6 +66,7 @@ impl PoolState {
             drains: BTreeMap::new(),
             ads: BTreeMap::new(),
             cycles: VecDeque::new(),
+            negotiator: NegotiatorControl::default(),
             now: 0,
             applied_commands: 0,
         }
@@ -189,6 +195,17 @@ impl PoolState {
                 }
                 self.now = self.now.max(rec.end_time);
                 Ok(None)
+            }
+            Command::SetNegotiatorPaused { paused } => {
+                self.negotiator.paused = *paused;
+                Ok(None)
+            }
+            Command::RequestCycle => {
+                self.negotiator.cycle_requests += 1;
+                Ok(Some(serde_json::json!({
+                    "cycle_requests": self.negotiator.cycle_requests,
+                    "paused": self.negotiator.paused,
+                })))
             }
         }
     }

@@ -1,5 +1,6 @@
 //! Runtime pool policy records held in the replicated state.
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// How many negotiation cycle records the state keeps.
 pub const MAX_CYCLE_RECORDS: usize = 100;
@@ -65,7 +66,10 @@ pub struct AdRecord {
 }
 
 /// The summary of one negotiation cycle, committed by the leader that ran it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Fields after `rejections` were added with the leader-run negotiation; they default when an
+/// older log entry or snapshot lacks them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CycleRecord {
     pub term: u64,
     pub cycle: u64,
@@ -75,6 +79,43 @@ pub struct CycleRecord {
     pub submitters: u64,
     pub matches: u64,
     pub rejections: u64,
+    /// Raft id of the leader that negotiated.
+    #[serde(default)]
+    pub leader_id: u64,
+    /// Wall-clock length of the cycle, seconds (fractional).
+    #[serde(default)]
+    pub duration_seconds: f64,
+    /// Idle jobs the access points offered.
+    #[serde(default)]
+    pub idle_jobs: u64,
+    /// Access points asked for jobs, and how many of them did not answer.
+    #[serde(default)]
+    pub access_points: u64,
+    #[serde(default)]
+    pub access_points_failed: u64,
+    /// Grants the access points took, and grants refused or undeliverable.
+    #[serde(default)]
+    pub grants_accepted: u64,
+    #[serde(default)]
+    pub grants_refused: u64,
+    /// Matches per submitter.
+    #[serde(default)]
+    pub matched_by_submitter: BTreeMap<String, u64>,
+    /// The `cycle-now` request counter the leader had seen when the cycle started (a cycle
+    /// with `requested >= n` served the n-th request).
+    #[serde(default)]
+    pub requested: u64,
+}
+
+/// The operator's controls of the leader-run negotiation (`cmctl negotiator ...`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NegotiatorControl {
+    /// No cycle runs while set.
+    #[serde(default)]
+    pub paused: bool,
+    /// Bumped by every `cycle-now`; the leader's loop runs a cycle when it sees it grow.
+    #[serde(default)]
+    pub cycle_requests: u64,
 }
 
 /// Group names as `condor_userprio`/config use them: `group_x` or `group_x.sub`, or `<none>`.

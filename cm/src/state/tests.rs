@@ -131,3 +131,53 @@ fn version_1_log_entry_text_still_decodes() {
     assert!(s.apply(&r).ok);
     assert_eq!(s.groups["group_a"].quota, Some(Quota::Dynamic(0.25)));
 }
+
+#[test]
+fn negotiator_pause_and_cycle_requests_apply_and_survive_a_snapshot() {
+    let mut s = PoolState::default();
+    assert!(!s.negotiator.paused);
+    assert!(
+        s.apply(&req(Command::SetNegotiatorPaused { paused: true }))
+            .ok
+    );
+    assert!(s.negotiator.paused);
+    let r = s.apply(&req(Command::RequestCycle));
+    assert!(r.ok);
+    assert_eq!(r.result.unwrap()["cycle_requests"], 1);
+    s.apply(&req(Command::RequestCycle));
+    assert_eq!(s.negotiator.cycle_requests, 2);
+    assert!(
+        s.apply(&req(Command::SetNegotiatorPaused { paused: false }))
+            .ok
+    );
+    assert!(!s.negotiator.paused);
+    let back: PoolState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back.negotiator, s.negotiator);
+    // The commands as cmctl sends them (bare JSON).
+    let r: Request = serde_json::from_str(r#"{"v":1,"cmd":"RequestCycle"}"#).unwrap();
+    assert!(s.apply(&r).ok);
+    let r: Request =
+        serde_json::from_str(r#"{"v":1,"cmd":{"SetNegotiatorPaused":{"paused":true}}}"#).unwrap();
+    assert!(s.apply(&r).ok && s.negotiator.paused);
+}
+
+#[test]
+fn snapshot_and_cycle_record_without_the_new_fields_still_decode() {
+    // A state written before the negotiator controls existed.
+    let old = serde_json::to_value(PoolState::default()).unwrap();
+    let mut obj = old.as_object().unwrap().clone();
+    obj.remove("negotiator");
+    let back: PoolState = serde_json::from_value(serde_json::Value::Object(obj)).unwrap();
+    assert_eq!(back.negotiator, NegotiatorControl::default());
+    // A v1 RecordCycle entry with only the original fields.
+    let j = r#"{"v":1,"cmd":{"RecordCycle":{"term":2,"cycle":1,"start_time":10,"end_time":11,
+        "slots":4,"submitters":1,"matches":3,"rejections":0}}}"#;
+    let r: Request = serde_json::from_str(j).unwrap();
+    let mut s = PoolState::default();
+    assert!(s.apply(&r).ok);
+    assert_eq!(s.cycles[0].matches, 3);
+    assert!(s.cycles[0].matched_by_submitter.is_empty());
+    // Records must move forward in (term, cycle).
+    let again = s.apply(&r);
+    assert!(!again.ok && again.error.contains("not after"), "{again:?}");
+}

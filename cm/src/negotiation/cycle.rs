@@ -1,0 +1,241 @@
+//! One negotiation cycle as the leader runs it (steps 1 to 9 of the module doc), separate
+//! from the timer loop in `driver` so it can be driven directly.
+use super::ad::{negotiator_ad, negotiator_name, AdFacts};
+use super::grants::{build_grants, deliver, Delivery};
+use super::policy::overlay_policy;
+use super::requests::fetch_jobs;
+use super::snapshot::PoolSnapshot;
+use super::usage::claimed_usage;
+use super::Negotiation;
+use crate::accountant::AccountantCommand;
+use crate::negotiator::{negotiate, LimitedBy, NegotiationInput};
+use crate::raft::{ClientWriteError, RaftError};
+use crate::state::{Command, CycleRecord, Request};
+use std::time::Instant;
+
+/// How a cycle ended.
+#[derive(Debug)]
+pub enum CycleEnd {
+    /// Ran to the end; its record is committed.
+    Completed(Box<Completed>),
+    /// The replicated pause flag is set; nothing was done.
+    Paused,
+    /// This CM stopped leading term `term` during the cycle; nothing more was sent.
+    Deposed { step: &'static str },
+    /// No submitter ads: no access point has jobs, so there is nothing to negotiate and
+    /// nothing is committed (an idle pool does not grow the Raft log; the next tick charges
+    /// the whole elapsed interval, and without submitters no job holds a slot to charge).
+    NoDemand,
+}
+
+/// The figures of a completed cycle.
+#[derive(Debug)]
+pub struct Completed {
+    pub record: CycleRecord,
+    pub delivery: Delivery,
+    /// What the Negotiator ad showed.
+    pub facts: AdFacts,
+}
+
+/// Why a cycle could not run (logged by the caller; the next cycle tries again).
+pub type CycleError = String;
+
+impl Negotiation {
+    /// Whether this CM still leads `term`.
+    pub fn leads(&self, term: u64) -> bool {
+        let m = self.raft.metrics().borrow().clone();
+        m.current_leader == Some(self.id) && m.current_term == term
+    }
+
+    /// Commits one command; `Ok(None)` when leadership was lost.
+    async fn commit(&self, cmd: Command) -> Result<Option<crate::state::CommandResponse>, String> {
+        match tokio::time::timeout(
+            self.knobs.ap_timeout * 2,
+            self.raft.client_write(Request::new(cmd)),
+        )
+        .await
+        {
+            Err(_) => Err("commit timed out (no quorum?)".into()),
+            Ok(Ok(r)) => Ok(Some(r.data)),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => Ok(None),
+            Ok(Err(e)) => Err(format!("commit failed: {e}")),
+        }
+    }
+
+    /// Runs cycle number `cycle` of `term` (the caller picks the number; it must grow);
+    /// `requested` is the `cycle-now` counter the caller has acted on.
+    pub async fn run_cycle(
+        &self,
+        term: u64,
+        cycle: u64,
+        requested: u64,
+    ) -> Result<CycleEnd, CycleError> {
+        let started = Instant::now();
+        // 1. Everything committed before this point is applied here.
+        match tokio::time::timeout(self.knobs.ap_timeout, self.raft.ensure_linearizable()).await {
+            Err(_) => return Err("leadership not confirmed in time".into()),
+            Ok(Err(_)) => return Ok(CycleEnd::Deposed { step: "confirm" }),
+            Ok(Ok(_)) => {}
+        }
+        if !self.leads(term) {
+            return Ok(CycleEnd::Deposed { step: "confirm" });
+        }
+        let (paused, state_now, last_tick, use_slot_weights) = {
+            let a = self.state.read().unwrap_or_else(|p| p.into_inner());
+            (
+                a.state.negotiator.paused,
+                a.state.now,
+                a.state.accountant.last_tick().unwrap_or(i64::MIN),
+                self.config.use_slot_weights,
+            )
+        };
+        if paused {
+            return Ok(CycleEnd::Paused);
+        }
+
+        // 2. The pool as this CM's collector sees it.
+        let snap = {
+            let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+            PoolSnapshot::take(&t)
+        };
+        if snap.submitters.is_empty() {
+            return Ok(CycleEnd::NoDemand);
+        }
+
+        // 3. Charge usage up to now; time never runs backwards across leaders.
+        let now = crate::collector::service::unix_now()
+            .max(state_now)
+            .max(last_tick);
+        let usage = claimed_usage(&snap.slots, use_slot_weights);
+        match self
+            .commit(Command::Accountant(AccountantCommand::Tick { now, usage }))
+            .await?
+        {
+            None => return Ok(CycleEnd::Deposed { step: "tick" }),
+            Some(r) if !r.ok => {
+                tracing::warn!(term, cycle, error = %r.error, "accountant tick refused; negotiating with the ledger as it is")
+            }
+            Some(_) => {}
+        }
+
+        // 4. Idle jobs from every access point.
+        let name = negotiator_name(&self.addr);
+        let aps = snap.access_points();
+        let jobs = fetch_jobs(aps, term, cycle, &name, self.knobs.ap_timeout).await;
+
+        // 5. The replicated policy over the file's configuration.
+        let (cfg, acct, prev_end) = {
+            let a = self.state.read().unwrap_or_else(|p| p.into_inner());
+            let s = &a.state;
+            let (cfg, warnings) = overlay_policy(
+                self.config.clone(),
+                s.accountant.params(),
+                &s.groups,
+                &s.limits,
+            );
+            for w in warnings {
+                tracing::warn!(term, cycle, "{w}");
+            }
+            (
+                cfg,
+                s.accountant.clone(),
+                s.cycles.back().map(|r| r.end_time),
+            )
+        };
+
+        // 6. Negotiate off the async threads.
+        if !self.leads(term) {
+            return Ok(CycleEnd::Deposed { step: "negotiate" });
+        }
+        let input = NegotiationInput {
+            slots: snap.slots.clone(),
+            jobs: jobs.jobs.clone(),
+        };
+        let outcome = tokio::task::spawn_blocking(move || negotiate(&input, &acct, &cfg, now))
+            .await
+            .map_err(|e| format!("negotiation task failed: {e}"))?;
+        for w in &outcome.warnings {
+            tracing::warn!(term, cycle, "negotiator: {w}");
+        }
+        if !self.leads(term) {
+            return Ok(CycleEnd::Deposed { step: "deliver" });
+        }
+
+        // 7. Grants to the access points that offered the jobs.
+        let grants = build_grants(&outcome, &snap, &jobs.origin, &jobs.access_points);
+        let undeliverable = grants.undeliverable.len() as u64;
+        let mut delivery = deliver(grants, term, cycle, self.id, self.knobs.ap_timeout).await;
+        delivery.refused += undeliverable;
+
+        // 8. The cycle record.
+        let end_time = crate::collector::service::unix_now().max(now);
+        let rejections = outcome
+            .stats
+            .get("LastNegotiationCycleRejections0")
+            .copied()
+            .unwrap_or(outcome.rejections.len() as f64) as u64;
+        let record = CycleRecord {
+            term,
+            cycle,
+            start_time: now,
+            end_time,
+            slots: snap.slots.len() as u64,
+            submitters: outcome.submitters.len() as u64,
+            matches: outcome.matches.len() as u64,
+            rejections,
+            leader_id: self.id,
+            duration_seconds: started.elapsed().as_secs_f64(),
+            idle_jobs: jobs.jobs.len() as u64,
+            access_points: jobs.access_points.len() as u64,
+            access_points_failed: jobs.failed.len() as u64,
+            grants_accepted: delivery.accepted,
+            grants_refused: delivery.refused,
+            matched_by_submitter: outcome
+                .matches_by_submitter()
+                .into_iter()
+                .map(|(k, v)| (k, v as u64))
+                .collect(),
+            requested,
+        };
+        match self.commit(Command::RecordCycle(record.clone())).await? {
+            None => return Ok(CycleEnd::Deposed { step: "record" }),
+            Some(r) if !r.ok => {
+                tracing::warn!(term, cycle, error = %r.error, "cycle record refused")
+            }
+            Some(_) => {}
+        }
+
+        // 9. The Negotiator ad.
+        let facts = AdFacts {
+            addr: self.addr.clone(),
+            term,
+            leader_id: self.id,
+            paused: false,
+            cycle_requests_seen: 0,
+            last: Some(record.clone()),
+            previous_end: prev_end,
+            stats: outcome.stats.clone(),
+            share_limited: outcome
+                .submitters
+                .iter()
+                .filter(|s| s.limited_by == LimitedBy::Share)
+                .map(|s| s.name.clone())
+                .collect(),
+            failed_aps: jobs.failed.iter().map(|(a, _)| a.clone()).collect(),
+        };
+        Ok(CycleEnd::Completed(Box::new(Completed {
+            record,
+            delivery,
+            facts,
+        })))
+    }
+
+    /// Stores the Negotiator ad in this CM's collector table.
+    pub fn publish_ad(&self, facts: &AdFacts) {
+        let ad = negotiator_ad(facts);
+        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = t.advertise(ad, crate::collector::service::unix_now()) {
+            tracing::warn!(error = %e, "Negotiator ad refused by the local collector");
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Step 7 of a cycle: turn the matches into grants, one batch per access point, and deliver
+//! them (`AccessPoint.DeliverGrants`), counting what the access points took.
+use super::snapshot::{attr_str, PoolSnapshot};
+use crate::negotiator::Outcome;
+use aerie_proto::negotiation::{access_point_client::AccessPointClient, Grant, GrantBatch};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The grants of one cycle by access point address, plus matches that could not become a
+/// grant (the slot has no claim capability or no address) with the reason.
+#[derive(Clone, Debug, Default)]
+pub struct Grants {
+    pub by_ap: BTreeMap<String, Vec<Grant>>,
+    pub undeliverable: Vec<(String, String)>,
+}
+
+impl Grants {
+    pub fn len(&self) -> usize {
+        self.by_ap.values().map(|v| v.len()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Groups the matches of `outcome` by the access point that offered each job.
+/// `origin[job_index]` indexes `access_points`; slot indexes refer to `snap.slots`.
+pub fn build_grants(
+    outcome: &Outcome,
+    snap: &PoolSnapshot,
+    origin: &[usize],
+    access_points: &[String],
+) -> Grants {
+    let mut g = Grants::default();
+    for m in &outcome.matches {
+        let Some(ap) = origin.get(m.job_index).and_then(|i| access_points.get(*i)) else {
+            g.undeliverable
+                .push((m.job.clone(), "job's access point unknown".into()));
+            continue;
+        };
+        let Some(slot) = snap.slots.get(m.slot_index) else {
+            g.undeliverable.push((
+                m.job.clone(),
+                format!("slot {} not in the snapshot", m.slot),
+            ));
+            continue;
+        };
+        let Some(claim_id) = snap.claim_ids.get(m.slot_index).cloned().flatten() else {
+            g.undeliverable.push((
+                m.job.clone(),
+                format!("slot {} has no ClaimId or Capability", m.slot),
+            ));
+            continue;
+        };
+        let Some(startd_addr) =
+            attr_str(slot, "MyAddress").or_else(|| attr_str(slot, "StartdIpAddr"))
+        else {
+            g.undeliverable.push((
+                m.job.clone(),
+                format!("slot {} has no MyAddress or StartdIpAddr", m.slot),
+            ));
+            continue;
+        };
+        let (carve_cpus, carve_memory, carve_disk) = m.carved.unwrap_or((0.0, 0.0, 0.0));
+        g.by_ap.entry(ap.clone()).or_default().push(Grant {
+            job: m.job.clone(),
+            submitter: m.submitter.clone(),
+            slot: m.slot.clone(),
+            startd_addr,
+            claim_id,
+            weight: m.weight,
+            carve_cpus,
+            carve_memory,
+            carve_disk,
+            preempts: m.preempts.is_some(),
+        });
+    }
+    for (job, why) in &g.undeliverable {
+        tracing::warn!(job = %job, reason = %why, "match not granted");
+    }
+    g
+}
+
+/// What the access points answered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Delivery {
+    pub accepted: u64,
+    /// Refused by the access point, or lost because it did not answer.
+    pub refused: u64,
+}
+
+async fn deliver_one(
+    ap: &str,
+    batch: GrantBatch,
+    timeout: Duration,
+) -> Result<Vec<(bool, String)>, String> {
+    let ch = crate::raft::network::lazy_channel(ap, timeout)?;
+    let mut c = AccessPointClient::new(ch);
+    let mut r = tonic::Request::new(batch);
+    r.set_timeout(timeout);
+    match tokio::time::timeout(timeout, c.deliver_grants(r)).await {
+        Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+        Ok(Err(s)) => Err(format!("{}: {}", s.code(), s.message())),
+        Ok(Ok(r)) => Ok(r
+            .into_inner()
+            .results
+            .into_iter()
+            .map(|x| (x.accepted, x.error))
+            .collect()),
+    }
+}
+
+/// Sends every access point its batch at once, fenced by `term`.
+pub async fn deliver(
+    grants: Grants,
+    term: u64,
+    cycle: u64,
+    leader_id: u64,
+    timeout: Duration,
+) -> Delivery {
+    let calls = grants.by_ap.into_iter().map(|(ap, list)| async move {
+        let n = list.len();
+        let batch = GrantBatch {
+            term,
+            cycle,
+            leader_id,
+            grants: list,
+        };
+        let r = deliver_one(&ap, batch, timeout).await;
+        (ap, n, r)
+    });
+    let mut d = Delivery::default();
+    for (ap, n, r) in futures::future::join_all(calls).await {
+        match r {
+            Ok(results) => {
+                for (ok, err) in &results {
+                    if *ok {
+                        d.accepted += 1;
+                    } else {
+                        d.refused += 1;
+                        tracing::debug!(access_point = %ap, error = %err, "grant refused");
+                    }
+                }
+                // A reply with fewer results than grants leaves the rest unanswered.
+                d.refused += n.saturating_sub(results.len()) as u64;
+            }
+            Err(e) => {
+                tracing::warn!(access_point = %ap, grants = n, error = %e, term, cycle, "grants not delivered");
+                d.refused += n as u64;
+            }
+        }
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::negotiator::{Match, MatchReason};
+    use classad::ClassAd;
+
+    fn slot(name: &str, addr_attr: &str) -> ClassAd {
+        let mut a = ClassAd::new();
+        a.insert_str("Name", name);
+        a.insert_str(addr_attr, &format!("<10.0.0.1:{}>", name.len()));
+        a
+    }
+
+    fn m(job: &str, job_index: usize, slot_index: usize, carved: Option<(f64, f64, f64)>) -> Match {
+        Match {
+            job: job.into(),
+            job_index,
+            autocluster: 0,
+            submitter: "alice@p".into(),
+            negotiating_group: "<none>".into(),
+            slot: format!("slot{slot_index}"),
+            slot_index,
+            reason: MatchReason::NoPreemption,
+            preempts: None,
+            weight: 1.0,
+            carved,
+        }
+    }
+
+    #[test]
+    fn grants_go_to_the_access_point_that_offered_the_job() {
+        let snap = PoolSnapshot {
+            slots: vec![
+                slot("slot0", "MyAddress"),
+                slot("slot1", "StartdIpAddr"),
+                slot("slot2", "MyAddress"),
+                ClassAd::new(),
+            ],
+            claim_ids: vec![
+                Some("c0".into()),
+                Some("c1".into()),
+                None,
+                Some("c3".into()),
+            ],
+            submitters: vec![],
+        };
+        let aps = vec!["ap-a:1".to_string(), "ap-b:2".to_string()];
+        // jobs 0 and 2 from ap-a, job 1 from ap-b.
+        let origin = vec![0, 1, 0, 1];
+        let outcome = Outcome {
+            matches: vec![
+                m("1.0", 0, 0, None),
+                m("7.0", 1, 1, Some((2.0, 2048.0, 1024.0))),
+                m("1.1", 2, 2, None),
+                m("7.1", 3, 3, None),
+            ],
+            ..Default::default()
+        };
+        let g = build_grants(&outcome, &snap, &origin, &aps);
+        assert_eq!(g.len(), 2);
+        let a = &g.by_ap["ap-a:1"];
+        assert_eq!(a.len(), 1);
+        assert_eq!(
+            (
+                a[0].job.as_str(),
+                a[0].slot.as_str(),
+                a[0].claim_id.as_str()
+            ),
+            ("1.0", "slot0", "c0")
+        );
+        assert_eq!(a[0].startd_addr, "<10.0.0.1:5>");
+        let b = &g.by_ap["ap-b:2"];
+        assert_eq!((b[0].job.as_str(), b[0].claim_id.as_str()), ("7.0", "c1"));
+        assert_eq!((b[0].carve_cpus, b[0].carve_memory), (2.0, 2048.0));
+        // No claim id, no address: not granted, with the reason.
+        assert_eq!(g.undeliverable.len(), 2);
+        assert!(g.undeliverable[0].1.contains("ClaimId"));
+        assert!(g.undeliverable[1].1.contains("MyAddress"));
+    }
+}

@@ -1,0 +1,21 @@
+//! Step 10: Prometheus metrics of the leader-run negotiation (see `crate::metrics` for the
+//! exporter). Names: `aerie_negotiation_cycles_total{outcome}`,
+//! `aerie_negotiation_cycle_duration_seconds` (histogram), `aerie_negotiation_matches_total`,
+//! `aerie_negotiation_grants_refused_total`, `aerie_negotiation_leader` (1 while this CM
+//! negotiates).
+use std::time::Duration;
+
+/// A cycle ended: "completed", "paused", "no_demand", "deposed" or "failed".
+pub fn record_cycle(outcome: &'static str) {
+    metrics::counter!("aerie_negotiation_cycles_total", "outcome" => outcome).increment(1);
+}
+
+pub fn record_completed(d: Duration, matches: u64, refused: u64) {
+    metrics::histogram!("aerie_negotiation_cycle_duration_seconds").record(d.as_secs_f64());
+    metrics::counter!("aerie_negotiation_matches_total").increment(matches);
+    metrics::counter!("aerie_negotiation_grants_refused_total").increment(refused);
+}
+
+pub fn set_leader(on: bool) {
+    metrics::gauge!("aerie_negotiation_leader").set(if on { 1.0 } else { 0.0 });
+}
