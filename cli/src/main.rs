@@ -5,6 +5,7 @@ mod client;
 mod cluster;
 mod eval;
 mod quota;
+mod status;
 mod userprio;
 mod whatif;
 
@@ -27,6 +28,8 @@ enum Command {
     Quota(quota::QuotaArgs),
     /// Runtime concurrency limits.
     Limit(quota::LimitArgs),
+    /// Query the collector, as condor_status does (any CM answers).
+    Status(status::Args),
     /// Run one negotiation cycle offline on condor_status/condor_q/condor_userprio dumps.
     WhatIf(whatif::Args),
 }
@@ -40,6 +43,7 @@ fn main() {
         Command::Quota(args) => quota::run_quota(args),
         Command::Limit(args) => quota::run_limit(args),
         Command::WhatIf(args) => whatif::run(args),
+        Command::Status(args) => status::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
