@@ -6,6 +6,7 @@ mod cluster;
 mod eval;
 mod negotiator;
 mod quota;
+mod status;
 mod userprio;
 mod whatif;
 
@@ -30,6 +31,8 @@ enum Command {
     Limit(quota::LimitArgs),
     /// The leader-run negotiation: pause, resume, cycle-now, status.
     Negotiator(negotiator::Args),
+    /// Query the collector, as condor_status does (any CM answers).
+    Status(status::Args),
     /// Run one negotiation cycle offline on condor_status/condor_q/condor_userprio dumps.
     WhatIf(whatif::Args),
 }
@@ -44,6 +47,7 @@ fn main() {
         Command::Limit(args) => quota::run_limit(args),
         Command::WhatIf(args) => whatif::run(args),
         Command::Negotiator(args) => negotiator::run(args),
+        Command::Status(args) => status::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -47,7 +47,10 @@ pub struct Args {
     /// HTCondor-syntax configuration file: Raft knobs (AERIE_HEARTBEAT_INTERVAL,
     /// AERIE_ELECTION_TIMEOUT, AERIE_SNAPSHOT_LOGS, AERIE_SNAPSHOT_KEEP_LOGS; the environment
     /// overrides them) and the accountant's parameters (PRIORITY_HALFLIFE, DEFAULT_PRIO_FACTOR,
-    /// GROUP_NAMES, GROUP_PRIO_FACTOR_<g>...), which the leader commits when they change.
+    /// GROUP_NAMES, GROUP_PRIO_FACTOR_<g>...), which the leader commits when they change, and
+    /// the collector's (CLASSAD_LIFETIME, ABSENT_REQUIREMENTS, ABSENT_EXPIRE_ADS_AFTER,
+    /// EXPIRE_INVALIDATED_ADS, AERIE_COLLECTOR_MAX_AD_SIZE, AERIE_COLLECTOR_MAX_UPDATE_RATE,
+    /// AERIE_COLLECTOR_RELAY_INTERVAL/_BATCH/_QUEUE, AERIE_COLLECTOR_DIGEST_INTERVAL).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// How long an admin write or linearizable read waits for a quorum (ms).
@@ -167,19 +170,9 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         health,
         timeout: Duration::from_millis(args.admin_timeout_ms.max(100)),
     };
-    // The collector: soft state on every node, swept for expired and absent ads.
-    let collector_params = match &cfg {
-        Some(c) => crate::collector::CollectorParams::from_config(c)
-            .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?,
-        None => crate::collector::CollectorParams::default(),
-    };
-    let collector = crate::collector::service::CollectorService::new(Arc::new(
-        std::sync::RwLock::new(crate::collector::AdTable::new(collector_params)),
-    ));
-    let collector_sweep = crate::collector::service::spawn_expiry(
-        collector.table.clone(),
-        crate::collector::service::SWEEP_INTERVAL,
-    );
+    // The collector: soft state on every node, relayed between CMs; absent ads via Raft.
+    let collector = crate::collector::run::start(cfg.as_ref(), args.id, &raft, admin.state.clone())
+        .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -192,7 +185,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         let svc = tonic::transport::Server::builder()
             .add_service(RaftService::new(raft.clone()).into_server())
             .add_service(admin.clone().into_server())
-            .add_service(collector.clone().into_server());
+            .add_service(collector.service.clone().into_server());
         servers.push(tokio::spawn(async move {
             svc.serve_with_incoming_shutdown(incoming, async move {
                 let _ = stop.wait_for(|v| *v).await;
@@ -265,7 +258,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         advertise.clone(),
         raft.clone(),
         admin.state.clone(),
-        collector.table.clone(),
+        collector.service.table.clone(),
         cfg.as_ref(),
     )?);
 
@@ -273,8 +266,8 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     wait_for_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
-    collector_sweep.abort();
     negotiation.abort();
+    collector.stop();
     let _ = tokio::time::timeout(Duration::from_secs(5), raft.shutdown()).await;
     for s in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), s).await;

@@ -5,7 +5,13 @@
 //! `raft_append_seconds` / `raft_fsync_seconds` (histograms), `raft_appended_entries_total`,
 //! `raft_snapshots_built_total`, `raft_snapshots_installed_total`, `raft_snapshot_bytes`,
 //! `raft_purged_index`, `raft_follower_lag_entries{follower}`, `admin_requests_total{method,outcome}`,
-//! `admin_request_seconds{method}`.
+//! `admin_request_seconds{method}`. The collector adds `collector_ads`, `collector_absent_ads`,
+//! `collector_updates_total{outcome}`, `collector_expired_total{to}`,
+//! `collector_throttled_total`, `collector_absent_commits_total{command}` and the relay's
+//! `collector_relay_sent_total{peer}`, `collector_relay_batches_total{peer}`,
+//! `collector_relay_errors_total{peer}`, `collector_relay_dropped_total{peer}`,
+//! `collector_relay_received_total{outcome}`, `collector_relay_digests_total{peer}`,
+//! `collector_relay_repaired_total{direction}`.
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::time::Duration;

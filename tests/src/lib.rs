@@ -49,6 +49,38 @@ impl Cluster {
         let dir = tempfile::Builder::new()
             .prefix("aerie-cluster-")
             .tempdir()?;
+        Self::start_in(dir, bin, n, env, Vec::new())
+    }
+
+    /// Like [`Cluster::start`], every CM reading the HTCondor-syntax configuration `config`
+    /// (`--config`; e.g. short `CLASSAD_LIFETIME` or relay intervals for tests).
+    pub fn start_with_config(
+        bin: PathBuf,
+        n: u64,
+        env: &[(&str, &str)],
+        config: &str,
+    ) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("aerie-cluster-")
+            .tempdir()?;
+        let path = dir.path().join("aerie.conf");
+        std::fs::write(&path, config)?;
+        Self::start_in(
+            dir,
+            bin,
+            n,
+            env,
+            vec!["--config".into(), path.display().to_string()],
+        )
+    }
+
+    fn start_in(
+        dir: tempfile::TempDir,
+        bin: PathBuf,
+        n: u64,
+        env: &[(&str, &str)],
+        extra_args: Vec<String>,
+    ) -> anyhow::Result<Self> {
         let mut c = Cluster {
             bin,
             dir,
@@ -68,7 +100,7 @@ impl Cluster {
             .join(",");
         for (id, addr) in &addrs {
             let data_dir = c.dir.path().join(format!("node{id}"));
-            let args = vec![
+            let mut args = vec![
                 "--id".into(),
                 id.to_string(),
                 "--listen".into(),
@@ -78,6 +110,7 @@ impl Cluster {
                 "--data-dir".into(),
                 data_dir.display().to_string(),
             ];
+            args.extend(extra_args.iter().cloned());
             c.nodes.insert(
                 *id,
                 Node {
@@ -364,4 +397,12 @@ pub fn set_limit(name: &str, v: f64) -> serde_json::Value {
 pub async fn limits(addr: &str, stale: bool) -> anyhow::Result<BTreeMap<String, f64>> {
     let v = query(addr, "policy", stale).await?;
     Ok(serde_json::from_value(v["limits"].clone())?)
+}
+
+/// Now, in Unix seconds (times in commands the CMs compare with their clocks).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }

@@ -191,7 +191,9 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
         json!({"v":1,"cmd":{"Accountant":{"SetFactor":{"name":"alice@pool","value":250.0}}}}),
         json!({"v":1,"cmd":{"SetQuota":{"group":"group_a","quota":{"Static":40.0}}}}),
         json!({"v":1,"cmd":{"SetSurplus":{"group":"group_a","allow":true}}}),
-        json!({"v":1,"cmd":{"PutAd":{"ad_type":"Machine","name":"slot1@n1","text":"[ Name = \"slot1@n1\"; Absent = true ]","time":1_700_003_600}}}),
+        // A recent absent ad: the leader expires absent ads older than ABSENT_EXPIRE_ADS_AFTER
+        // (30 days), which would change the state under the test.
+        json!({"v":1,"cmd":{"PutAd":{"ad_type":"Machine","name":"slot1@n1","text":"[ MyType = \"Machine\"; Name = \"slot1@n1\"; Absent = true ]","time":unix_now()}}}),
         set_limit("sw_license", 4.0),
     ];
     for cmd in &cmds {

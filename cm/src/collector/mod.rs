@@ -1,17 +1,28 @@
 //! The collector every CM runs: the soft-state table of live ads (slots, submitters, daemons),
-//! rebuilt from the nodes' updates and never written to the Raft log.
+//! rebuilt from the nodes' updates and relayed between CMs, never written to the Raft log —
+//! except absent and offline ads, which the leader commits so they survive any crash.
 //!
-//! [`AdTable`] is pure and deterministic (time is always passed in), so its rules — dedup,
-//! validation, `CLASSAD_LIFETIME` expiry, absent ads (`ABSENT_REQUIREMENTS`,
-//! `ABSENT_EXPIRE_ADS_AFTER`, `EXPIRE_INVALIDATED_ADS`), queries with a constraint and a
-//! projection — are unit-tested without a clock. [`service`] serves it over gRPC.
+//! [`AdTable`] is pure and deterministic (time is always passed in), so its rules — keys as
+//! HTCondor hashes ads, dedup, validation, `CLASSAD_LIFETIME` expiry, absent ads
+//! (`ABSENT_REQUIREMENTS`, `ABSENT_EXPIRE_ADS_AFTER`, `EXPIRE_INVALIDATED_ADS`), offline ads,
+//! last-writer-wins for relayed updates and the digest comparison, queries with a constraint
+//! and a projection — are unit-tested without a clock. [`service`] serves it over gRPC,
+//! [`relay`] sends accepted updates to the other CMs and exchanges digests, [`absent`] writes
+//! absent/offline ads through Raft, and [`run`] starts them all for the daemon.
+pub mod absent;
+pub mod relay;
+pub mod run;
 pub mod service;
 pub mod synthetic;
 mod table;
 
 pub use table::{
-    is_private_attr, AdError, AdKey, AdTable, AdType, CollectorParams, ExpiryReport, Query, Update,
+    is_private_attr, AdError, AdKey, AdTable, AdType, CollectorParams, DigestDiff, DigestEntry,
+    ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, Update, Version,
 };
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod relay_tests;

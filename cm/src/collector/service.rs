@@ -3,7 +3,8 @@
 //! The table sits behind a `RwLock`: updates and sweeps take it briefly for writing, queries
 //! for reading. Time comes from the system clock here (Unix seconds), and only here, so the
 //! table itself stays deterministic.
-use super::{AdTable, AdType, Query, Update};
+use super::relay::{self, Relay};
+use super::{AdTable, AdType, Query, RelayItem, Update};
 use aerie_proto::collector::{self as pb, collector_server};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -26,11 +27,73 @@ pub fn unix_now() -> i64 {
 #[derive(Clone)]
 pub struct CollectorService {
     pub table: SharedTable,
+    /// Hands accepted updates to the other CMs (none in a lone CM or in tests).
+    pub relay: Option<Arc<Relay>>,
+    /// `AERIE_COLLECTOR_MAX_UPDATE_RATE`: ads per second one `AdvertiseStream` may send.
+    pub max_update_rate: f64,
+}
+
+/// Default of `AERIE_COLLECTOR_MAX_UPDATE_RATE`: generous, a whole large pool's worth of
+/// updates a second through one connection (a node sends a few ads a minute).
+pub const DEFAULT_MAX_UPDATE_RATE: f64 = 100_000.0;
+
+/// Reads `AERIE_COLLECTOR_MAX_UPDATE_RATE` (ads per second per stream; default when unset).
+pub fn max_update_rate(c: &aerie_config::Config) -> Result<f64, String> {
+    match c
+        .real("AERIE_COLLECTOR_MAX_UPDATE_RATE")
+        .map_err(|e| format!("AERIE_COLLECTOR_MAX_UPDATE_RATE: {e}"))?
+    {
+        Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Some(v) => Err(format!(
+            "AERIE_COLLECTOR_MAX_UPDATE_RATE: {v} is not a positive number of ads per second"
+        )),
+        None => Ok(DEFAULT_MAX_UPDATE_RATE),
+    }
+}
+
+/// A token bucket per stream: `rate` ads a second, bursts up to one second's worth.
+pub struct RateLimit {
+    rate: f64,
+    tokens: f64,
+    last: std::time::Instant,
+}
+
+impl RateLimit {
+    pub fn new(rate: f64) -> Self {
+        RateLimit {
+            rate,
+            tokens: rate,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// Takes one token at `now`; false when the bucket is empty.
+    pub fn allow(&mut self, now: std::time::Instant) -> bool {
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + dt * self.rate).min(self.rate.max(1.0));
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl CollectorService {
     pub fn new(table: SharedTable) -> Self {
-        CollectorService { table }
+        CollectorService {
+            table,
+            relay: None,
+            max_update_rate: DEFAULT_MAX_UPDATE_RATE,
+        }
+    }
+
+    /// Relays accepted updates and invalidations through `relay`.
+    pub fn with_relay(mut self, relay: Arc<Relay>) -> Self {
+        self.relay = Some(relay);
+        self
     }
 
     pub fn into_server(self) -> collector_server::CollectorServer<Self> {
@@ -79,14 +142,49 @@ fn outcome_name(u: Update) -> &'static str {
 }
 
 /// Judges and stores every ad of a batch under one write lock; each gets its own verdict.
-fn apply_batch(table: &SharedTable, batch: &pb::AdBatch) -> pb::AdvertiseSummary {
+/// Ads beyond the stream's rate limit (when one is given) are refused with the reason.
+/// Accepted ads are handed to the relay.
+fn apply_batch(
+    table: &SharedTable,
+    relay: Option<&Relay>,
+    batch: &pb::AdBatch,
+    mut limit: Option<&mut RateLimit>,
+) -> pb::AdvertiseSummary {
     let now = unix_now();
     let mut summary = pb::AdvertiseSummary::default();
+    let mut relayed: Vec<RelayItem> = Vec::new();
+    let mut throttled = 0u64;
     let mut t = table.write().unwrap_or_else(|p| p.into_inner());
+    let clock = std::time::Instant::now();
     for ad in &batch.ads {
+        if let Some(l) = limit.as_deref_mut() {
+            if !l.allow(clock) {
+                throttled += 1;
+                summary.rejected += 1;
+                summary.results.push(pb::AdResult {
+                    ok: false,
+                    outcome: String::new(),
+                    error: format!(
+                        "update rate above AERIE_COLLECTOR_MAX_UPDATE_RATE ({} ads per second on \
+                         this connection); send it again later",
+                        l.rate
+                    ),
+                });
+                continue;
+            }
+        }
         match t.advertise_text(&ad.text, now) {
-            Ok((_, u)) => {
+            Ok((key, u)) => {
                 summary.accepted += 1;
+                if relay.is_some() {
+                    if let Some(v) = t.version_of(&key) {
+                        relayed.push(RelayItem {
+                            key,
+                            version: v,
+                            text: Some(ad.text.clone()),
+                        });
+                    }
+                }
                 summary.results.push(pb::AdResult {
                     ok: true,
                     outcome: outcome_name(u).into(),
@@ -104,12 +202,18 @@ fn apply_batch(table: &SharedTable, batch: &pb::AdBatch) -> pb::AdvertiseSummary
         }
     }
     drop(t);
+    if let Some(r) = relay {
+        r.publish(&relayed);
+    }
     for (outcome, n) in [
         ("accepted", summary.accepted),
         ("rejected", summary.rejected),
     ] {
         metrics::counter!("aerie_collector_updates_total", "outcome" => outcome)
             .increment(n as u64);
+    }
+    if throttled > 0 {
+        metrics::counter!("aerie_collector_throttled_total").increment(throttled);
     }
     summary
 }
@@ -132,7 +236,9 @@ impl collector_server::Collector for CollectorService {
     ) -> Result<tonic::Response<pb::AdvertiseSummary>, tonic::Status> {
         Ok(tonic::Response::new(apply_batch(
             &self.table,
+            self.relay.as_deref(),
             &request.into_inner(),
+            None,
         )))
     }
 
@@ -148,9 +254,11 @@ impl collector_server::Collector for CollectorService {
     ) -> Result<tonic::Response<Self::AdvertiseStreamStream>, tonic::Status> {
         use futures::StreamExt;
         let table = self.table.clone();
-        let out = request
-            .into_inner()
-            .map(move |batch| batch.map(|b| apply_batch(&table, &b)));
+        let relay = self.relay.clone();
+        let mut limit = RateLimit::new(self.max_update_rate);
+        let out = request.into_inner().map(move |batch| {
+            batch.map(|b| apply_batch(&table, relay.as_deref(), &b, Some(&mut limit)))
+        });
         Ok(tonic::Response::new(Box::pin(out)))
     }
 
@@ -164,12 +272,17 @@ impl collector_server::Collector for CollectorService {
                 "Invalidate needs an ad type (MyType of the ad), not empty or Any",
             ));
         };
-        let found = self
+        let removed = self
             .table
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .invalidate(&t, &r.name, unix_now());
-        Ok(tonic::Response::new(pb::InvalidateReply { found }))
+            .invalidate_name(&t, &r.name, unix_now());
+        if let Some(relay) = &self.relay {
+            relay.publish(&removed);
+        }
+        Ok(tonic::Response::new(pb::InvalidateReply {
+            found: !removed.is_empty(),
+        }))
     }
 
     async fn query(
@@ -202,5 +315,30 @@ impl collector_server::Collector for CollectorService {
         Ok(tonic::Response::new(pb::QueryReply {
             ads: ads.iter().map(|a| a.to_old_syntax()).collect(),
         }))
+    }
+
+    async fn relay(
+        &self,
+        request: tonic::Request<pb::RelayBatch>,
+    ) -> Result<tonic::Response<pb::RelayReply>, tonic::Status> {
+        let b = request.into_inner();
+        let reply = relay::apply_relayed(&self.table, &b.ads);
+        tracing::trace!(
+            from = b.from_id,
+            applied = reply.applied,
+            stale = reply.stale,
+            "relay batch"
+        );
+        Ok(tonic::Response::new(reply))
+    }
+
+    async fn digest(
+        &self,
+        request: tonic::Request<pb::DigestRequest>,
+    ) -> Result<tonic::Response<pb::DigestReply>, tonic::Status> {
+        Ok(tonic::Response::new(relay::answer_digest(
+            &self.table,
+            &request.into_inner(),
+        )))
     }
 }

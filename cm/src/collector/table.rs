@@ -59,8 +59,48 @@ impl fmt::Display for AdType {
     }
 }
 
-/// How an ad is keyed: its type and its `Name` (HTCondor compares names case-sensitively).
-pub type AdKey = (AdType, String);
+/// How an ad is keyed, as HTCondor's collector hashes ads (`hashkey.cpp`): its type, its
+/// `Name` (case-sensitive) and the host of the daemon's address (`MyAddress`, or the older
+/// `StartdIpAddr`/`ScheddIpAddr`), so two machines that both call a slot `slot1@localhost`
+/// stay apart. A Submitter's `addr` is prefixed with its `ScheddName` and a slash, since one
+/// user submits through several schedds. An ad without an address has an empty `addr`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AdKey {
+    pub ad_type: AdType,
+    pub name: String,
+    pub addr: String,
+}
+
+impl AdKey {
+    pub fn new(ad_type: AdType, name: impl Into<String>, addr: impl Into<String>) -> Self {
+        AdKey {
+            ad_type,
+            name: name.into(),
+            addr: addr.into(),
+        }
+    }
+}
+
+impl fmt::Display for AdKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}", self.ad_type, self.name)?;
+        if !self.addr.is_empty() {
+            write!(f, " at {}", self.addr)?;
+        }
+        Ok(())
+    }
+}
+
+/// The version of an ad's state, for last-writer-wins between CMs: the time the ad was
+/// received by the CM a node sent it to (its origin), a per-origin sequence number that
+/// orders updates received in the same second, and the origin's Raft id (the final
+/// tie-break). Ordered lexicographically in that order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub time: i64,
+    pub seq: u64,
+    pub origin: u64,
+}
 
 /// Why an ad was refused. The message names the ad (when it has a name) and the attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,14 +234,72 @@ struct Entry {
     /// The private attributes (claim capabilities...), kept apart so no query can return
     /// them or probe them with a constraint; `None` when the ad had none.
     private: Option<ClassAd>,
-    /// Last update, Unix seconds.
-    updated: i64,
+    /// Who received the last update, when and in which order. `version.time` is the last
+    /// update's time (Unix seconds) at its origin CM, so every CM expires the ad alike.
+    version: Version,
     /// Seconds this ad lives without an update.
     lifetime: i64,
-    /// When it became absent.
+    /// When it became absent (or was stored offline): hidden from plain queries since.
     absent_since: Option<i64>,
+    /// The ad says `Offline = true` (a powered-down machine kept for matchmaking tools).
+    offline: bool,
+    /// A hidden ad mirrored from the replicated state (not one this CM found itself, which
+    /// the leader still has to commit).
+    replicated: bool,
     /// Hash of the text of the last update, when it came as text and is live.
     text_hash: Option<u64>,
+}
+
+impl Entry {
+    fn updated(&self) -> i64 {
+        self.version.time
+    }
+}
+
+/// One change to hand to the other CMs: an ad's whole text (public and private attributes),
+/// or its invalidation (`text == None`), with the version it was stored under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayItem {
+    pub key: AdKey,
+    pub version: Version,
+    pub text: Option<String>,
+}
+
+/// What a CM holds for one key, as a digest line: the version and whether it is a deletion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DigestEntry {
+    pub key: AdKey,
+    pub version: Version,
+    pub deleted: bool,
+}
+
+/// The answer to a peer's digest: what this table holds newer (or the peer lacks), and the
+/// keys for which the peer's version is newer (it should send them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DigestDiff {
+    pub newer: Vec<RelayItem>,
+    pub wanted: Vec<AdKey>,
+}
+
+/// A hidden ad (absent or offline) held by the table, as the Raft layer sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HiddenAd {
+    pub key: AdKey,
+    pub offline: bool,
+    /// Mirrored from the replicated state (else found by this CM, not yet committed).
+    pub replicated: bool,
+    /// When it became absent / was stored offline.
+    pub since: i64,
+    /// The public ad in old syntax (with `Absent = true` when absent).
+    pub text: String,
+}
+
+/// A replicated absent/offline ad to mirror into the table.
+#[derive(Clone, Debug)]
+pub struct ReplicatedAd<'a> {
+    pub text: &'a str,
+    pub time: i64,
+    pub offline: bool,
 }
 
 /// The live ads of the pool.
@@ -218,6 +316,13 @@ pub struct AdTable {
     /// Parsed attribute lines shared between ads: slot ads repeat most of their lines, so
     /// this saves both parsing and memory (the stored ads share the expressions).
     lines: classad::AttrCache,
+    /// Invalidated keys and the version of the invalidation, so a relayed or digested older
+    /// copy does not bring the ad back. Kept for twice `CLASSAD_LIFETIME`.
+    tombstones: BTreeMap<AdKey, Version>,
+    /// This CM's Raft id, stamped on the versions of updates it receives directly.
+    origin_id: u64,
+    /// Orders the updates this CM receives within one second.
+    seq: u64,
 }
 
 /// The attribute a node uses to give its ad its own lifetime (HTCondor's `ClassAdLifetime`).
@@ -229,19 +334,33 @@ const LAST_HEARD_FROM: &str = "LastHeardFrom";
 /// The ad as queries see it: the stored public part plus `LastHeardFrom`.
 fn stamp(e: &Entry) -> ClassAd {
     let mut ad = e.ad.clone();
-    ad.insert_int(LAST_HEARD_FROM, e.updated);
+    ad.insert_int(LAST_HEARD_FROM, e.updated());
     ad
+}
+
+/// How a store treats versions: a CM's own updates always win locally; relayed ones only
+/// when newer than what is held.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Local,
+    Relayed { now: i64 },
 }
 
 impl AdTable {
     pub fn new(params: CollectorParams) -> Self {
         AdTable {
             params,
-            ads: BTreeMap::new(),
-            by_text: HashMap::new(),
-            hasher: Default::default(),
-            lines: classad::AttrCache::default(),
+            ..AdTable::default()
         }
+    }
+
+    /// Sets the Raft id stamped on the versions of directly received updates.
+    pub fn set_origin_id(&mut self, id: u64) {
+        self.origin_id = id;
+    }
+
+    pub fn origin_id(&self) -> u64 {
+        self.origin_id
     }
 
     pub fn params(&self) -> &CollectorParams {
@@ -257,7 +376,7 @@ impl AdTable {
         self.ads.is_empty()
     }
 
-    /// Number of absent ads.
+    /// Number of absent (and offline) ads.
     pub fn absent_count(&self) -> usize {
         self.ads
             .values()
@@ -265,33 +384,88 @@ impl AdTable {
             .count()
     }
 
-    /// The stored ad under `key`, if any.
-    pub fn get(&self, ad_type: &AdType, name: &str) -> Option<&ClassAd> {
+    /// The first entry of `ad_type` named `name` (whatever its address).
+    fn first_by_name(&self, ad_type: &AdType, name: &str) -> Option<(&AdKey, &Entry)> {
         self.ads
-            .get(&(ad_type.clone(), name.to_string()))
-            .map(|e| &e.ad)
+            .range(AdKey::new(ad_type.clone(), name, "")..)
+            .next()
+            .filter(|(k, _)| k.ad_type == *ad_type && k.name == name)
+    }
+
+    /// The stored ad of `ad_type` named `name` (the first one, if several daemons at
+    /// different addresses use the same name).
+    pub fn get(&self, ad_type: &AdType, name: &str) -> Option<&ClassAd> {
+        self.first_by_name(ad_type, name).map(|(_, e)| &e.ad)
+    }
+
+    /// The stored ad under exactly `key`.
+    pub fn get_key(&self, key: &AdKey) -> Option<&ClassAd> {
+        self.ads.get(key).map(|e| &e.ad)
     }
 
     /// The private attributes of a live ad (the claim capability), for the negotiator to hand
     /// to the access point that won the match. Never exposed by [`AdTable::query`]; `None`
     /// for absent ads, which are never matched.
     pub fn private_attrs(&self, ad_type: &AdType, name: &str) -> Option<&ClassAd> {
-        self.ads
-            .get(&(ad_type.clone(), name.to_string()))
+        self.first_by_name(ad_type, name)
+            .map(|(_, e)| e)
             .filter(|e| e.absent_since.is_none())
             .and_then(|e| e.private.as_ref())
     }
 
-    /// Whether the ad under `key` is absent.
+    /// Whether the ad of `ad_type` named `name` is absent.
     pub fn is_absent(&self, ad_type: &AdType, name: &str) -> bool {
-        self.ads
-            .get(&(ad_type.clone(), name.to_string()))
-            .is_some_and(|e| e.absent_since.is_some())
+        self.first_by_name(ad_type, name)
+            .is_some_and(|(_, e)| e.absent_since.is_some())
+    }
+
+    /// The version an ad is stored under.
+    pub fn version_of(&self, key: &AdKey) -> Option<Version> {
+        self.ads.get(key).map(|e| e.version)
+    }
+
+    fn next_version(&mut self, now: i64) -> Version {
+        self.seq += 1;
+        Version {
+            time: now,
+            seq: self.seq,
+            origin: self.origin_id,
+        }
     }
 
     /// Parses and stores one ad sent as text (old or new syntax). The size limit is checked
     /// before parsing, so an oversized ad costs nothing.
     pub fn advertise_text(&mut self, text: &str, now: i64) -> Result<(AdKey, Update), AdError> {
+        let v = self.next_version(now);
+        self.ingest_text(text, v, Source::Local)
+            .map(|r| r.expect("local updates are never stale"))
+    }
+
+    /// Stores an ad another CM relayed, if its version is newer than what is held (last
+    /// writer wins); `Ok(None)` when it is not (a duplicate or an older copy), or when it has
+    /// already expired at `now`.
+    pub fn apply_relayed_text(
+        &mut self,
+        text: &str,
+        version: Version,
+        now: i64,
+    ) -> Result<Option<(AdKey, Update)>, AdError> {
+        self.witness(version);
+        self.ingest_text(text, version, Source::Relayed { now })
+    }
+
+    /// Lamport rule: this CM's next sequence number is above any it has seen, so a change
+    /// made here after seeing another CM's (in the same second) is ordered after it.
+    fn witness(&mut self, v: Version) {
+        self.seq = self.seq.max(v.seq);
+    }
+
+    fn ingest_text(
+        &mut self,
+        text: &str,
+        version: Version,
+        source: Source,
+    ) -> Result<Option<(AdKey, Update)>, AdError> {
         if text.len() > self.params.max_ad_size {
             return Err(AdError {
                 ad: guess_name(text),
@@ -307,8 +481,19 @@ impl AdTable {
         if let Some(key) = self.by_text.get(&h) {
             if let Some(e) = self.ads.get_mut(key) {
                 if e.text_hash == Some(h) && e.absent_since.is_none() {
-                    e.updated = now;
-                    return Ok((key.clone(), Update::Unchanged));
+                    let mut version = version;
+                    match source {
+                        Source::Relayed { now } => {
+                            if version <= e.version || now - version.time > e.lifetime {
+                                return Ok(None);
+                            }
+                        }
+                        // A CM whose clock is behind the one that sent the held copy still
+                        // orders the node's newer update after it.
+                        Source::Local => version.time = version.time.max(e.version.time),
+                    }
+                    e.version = version;
+                    return Ok(Some((key.clone(), Update::Unchanged)));
                 }
             }
         }
@@ -317,31 +502,32 @@ impl AdTable {
             attribute: None,
             reason,
         })?;
-        self.store(ad, Some(h), now)
+        self.store(ad, Some(h), version, source)
     }
 
     /// Validates and stores one ad. An ad identical to the stored one only refreshes its
     /// timestamp; an update for an absent ad replaces it (the machine is back).
     pub fn advertise(&mut self, ad: ClassAd, now: i64) -> Result<(AdKey, Update), AdError> {
-        self.store(ad, None, now)
+        let v = self.next_version(now);
+        self.store(ad, None, v, Source::Local)
+            .map(|r| r.expect("local updates are never stale"))
     }
 
     fn store(
         &mut self,
         mut ad: ClassAd,
         text_hash: Option<u64>,
-        now: i64,
-    ) -> Result<(AdKey, Update), AdError> {
+        version: Version,
+        source: Source,
+    ) -> Result<Option<(AdKey, Update)>, AdError> {
         let key = validate(&ad)?;
-        let private = split_private(&mut ad);
-        ad.shrink_to_fit();
         let lifetime = match ad.eval_attr(LIFETIME_ATTR) {
             Value::Int(n) if n > 0 => n,
             Value::Undefined => self.params.classad_lifetime,
             Value::Int(_) => self.params.classad_lifetime,
             other => {
                 return Err(AdError {
-                    ad: key.1,
+                    ad: key.name,
                     attribute: Some(LIFETIME_ATTR.into()),
                     reason: format!(
                         "must be an integer number of seconds, not {}",
@@ -350,79 +536,143 @@ impl AdTable {
                 })
             }
         };
+        if let Source::Relayed { now } = source {
+            // Already expired at its origin: dropped, unless it is a slot that becomes absent
+            // (the next sweep here makes it absent, so the leader learns of it even when the
+            // relay was slower than the ad's lifetime).
+            if now - version.time > lifetime && !self.becomes_absent(&key.ad_type, &ad) {
+                return Ok(None);
+            }
+            if self.tombstones.get(&key).is_some_and(|t| *t >= version) {
+                return Ok(None);
+            }
+            match self.ads.get(&key) {
+                Some(e) if e.absent_since.is_some_and(|s| version.time < s) => return Ok(None),
+                Some(e) if e.absent_since.is_none() && version <= e.version => return Ok(None),
+                _ => {}
+            }
+        }
+        let mut version = version;
+        if source == Source::Local {
+            // As in the fast path: never older than the copy held, whatever this clock says.
+            if let Some(e) = self.ads.get(&key) {
+                version.time = version.time.max(e.version.time);
+            }
+            if let Some(t) = self.tombstones.get(&key) {
+                version.time = version.time.max(t.time);
+            }
+        }
+        self.tombstones.remove(&key);
+        let private = split_private(&mut ad);
+        ad.shrink_to_fit();
+        let offline = matches!(ad.eval_attr("Offline"), Value::Bool(true));
+        let hidden_since = offline.then_some(version.time);
+        let text_hash = if offline { None } else { text_hash };
         if let Some(old) = self.ads.get(&key).and_then(|e| e.text_hash) {
             self.by_text.remove(&old);
         }
         if let Some(h) = text_hash {
             self.by_text.insert(h, key.clone());
         }
+        let fresh = Entry {
+            ad,
+            private,
+            version,
+            lifetime,
+            absent_since: hidden_since,
+            offline,
+            replicated: false,
+            text_hash,
+        };
         let outcome = match self.ads.get_mut(&key) {
-            Some(e) if e.absent_since.is_some() => {
-                *e = Entry {
-                    ad,
-                    private,
-                    updated: now,
-                    lifetime,
-                    absent_since: None,
-                    text_hash,
-                };
+            Some(e) if e.absent_since.is_some() && !e.offline => {
+                *e = fresh;
                 Update::ReplacedAbsent
             }
             Some(e) => {
-                e.updated = now;
-                e.lifetime = lifetime;
-                e.text_hash = text_hash;
-                if e.ad == ad && e.private == private {
+                let same = e.ad == fresh.ad && e.private == fresh.private;
+                *e = fresh;
+                if same {
                     Update::Unchanged
                 } else {
-                    e.ad = ad;
-                    e.private = private;
                     Update::Changed
                 }
             }
             None => {
-                self.ads.insert(
-                    key.clone(),
-                    Entry {
-                        ad,
-                        private,
-                        updated: now,
-                        lifetime,
-                        absent_since: None,
-                        text_hash,
-                    },
-                );
+                self.ads.insert(key.clone(), fresh);
                 Update::New
             }
         };
-        Ok((key, outcome))
+        Ok(Some((key, outcome)))
     }
 
-    /// A daemon asks for its ad to go away now. With `EXPIRE_INVALIDATED_ADS` the ad is
-    /// treated as expired instead (so a slot may become absent). Returns whether an ad was
-    /// there.
+    /// A daemon asks for its ad(s) of `ad_type` named `name` to go away now (every address).
+    /// With `EXPIRE_INVALIDATED_ADS` the ad is treated as expired instead (so a slot may
+    /// become absent). Returns whether an ad was there.
     pub fn invalidate(&mut self, ad_type: &AdType, name: &str, now: i64) -> bool {
-        let key = (ad_type.clone(), name.to_string());
-        if self.params.expire_invalidated_ads {
+        !self.invalidate_name(ad_type, name, now).is_empty()
+    }
+
+    /// [`AdTable::invalidate`], returning what to relay: one invalidation per key removed.
+    pub fn invalidate_name(&mut self, ad_type: &AdType, name: &str, now: i64) -> Vec<RelayItem> {
+        let keys: Vec<AdKey> = self
+            .ads
+            .range(AdKey::new(ad_type.clone(), name, "")..)
+            .take_while(|(k, _)| k.ad_type == *ad_type && k.name == name)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut out = Vec::new();
+        for key in keys {
+            let mut v = self.next_version(now);
             if let Some(e) = self.ads.get(&key) {
-                if e.absent_since.is_none() {
-                    let absent = self.becomes_absent(&key.0, &e.ad);
-                    if absent {
-                        self.mark_absent(&key, now);
-                    } else {
-                        self.remove(&key);
-                    }
-                }
-                return true;
+                v.time = v.time.max(e.version.time);
+            }
+            if self.invalidate_key(&key, v, Source::Local) {
+                out.push(RelayItem {
+                    key,
+                    version: v,
+                    text: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// Applies an invalidation relayed by another CM, if newer than the ad held.
+    pub fn apply_relayed_invalidate(&mut self, key: &AdKey, version: Version, now: i64) -> bool {
+        self.witness(version);
+        self.invalidate_key(key, version, Source::Relayed { now })
+    }
+
+    fn invalidate_key(&mut self, key: &AdKey, version: Version, source: Source) -> bool {
+        let Some(e) = self.ads.get(key) else {
+            if matches!(source, Source::Relayed { .. }) {
+                let t = self.tombstones.entry(key.clone()).or_default();
+                *t = (*t).max(version);
             }
             return false;
+        };
+        if e.absent_since.is_some() {
+            // Absent and offline ads belong to the replicated state, not to invalidations.
+            return matches!(source, Source::Local);
         }
-        self.remove(&key)
+        if matches!(source, Source::Relayed { .. }) && version <= e.version {
+            return false;
+        }
+        let absent = self.params.expire_invalidated_ads && self.becomes_absent(&key.ad_type, &e.ad);
+        if absent {
+            self.mark_absent(key, version.time);
+        } else {
+            self.remove(key);
+        }
+        let t = self.tombstones.entry(key.clone()).or_default();
+        *t = (*t).max(version);
+        true
     }
 
     /// Drops or turns absent every ad whose time is up at `now`: a live ad not updated for
     /// more than its lifetime, an absent ad older than `ABSENT_EXPIRE_ADS_AFTER` (never when
-    /// that is 0).
+    /// that is 0). Old tombstones go too.
     pub fn expire(&mut self, now: i64) -> ExpiryReport {
         let mut report = ExpiryReport::default();
         let expire_after = self.params.absent_expire_ads_after;
@@ -431,7 +681,7 @@ impl AdTable {
             .iter()
             .filter(|(_, e)| match e.absent_since {
                 Some(since) => expire_after > 0 && now - since > expire_after,
-                None => now - e.updated > e.lifetime,
+                None => now - e.updated() > e.lifetime,
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -439,7 +689,7 @@ impl AdTable {
             let Some(e) = self.ads.get(&key) else {
                 continue;
             };
-            if e.absent_since.is_none() && self.becomes_absent(&key.0, &e.ad) {
+            if e.absent_since.is_none() && self.becomes_absent(&key.ad_type, &e.ad) {
                 self.mark_absent(&key, now);
                 report.made_absent.push(key);
             } else {
@@ -447,6 +697,8 @@ impl AdTable {
                 report.removed.push(key);
             }
         }
+        let keep = 2 * self.params.classad_lifetime.max(1);
+        self.tombstones.retain(|_, v| now - v.time <= keep);
         report
     }
 
@@ -454,7 +706,10 @@ impl AdTable {
     /// update time) as HTCondor's collector adds it.
     pub fn query(&self, q: &Query) -> Vec<ClassAd> {
         let refs = q.constraint.as_ref().map(|c| c.references());
-        let want_absent = q.absent || refs.as_ref().is_some_and(|r| r.internal.contains("absent"));
+        let want_absent = q.absent
+            || refs
+                .as_ref()
+                .is_some_and(|r| r.internal.contains("absent") || r.internal.contains("offline"));
         // Stamping LastHeardFrom copies the ad, so do it before evaluating only when the
         // constraint needs it.
         let stamp_first = refs
@@ -464,8 +719,8 @@ impl AdTable {
         let iter: Box<dyn Iterator<Item = (&AdKey, &Entry)>> = match &q.ad_type {
             Some(t) => Box::new(
                 self.ads
-                    .range((t.clone(), String::new())..)
-                    .take_while(move |(k, _)| &k.0 == t),
+                    .range(AdKey::new(t.clone(), "", "")..)
+                    .take_while(move |(k, _)| &k.ad_type == t),
             ),
             None => Box::new(self.ads.iter()),
         };
@@ -485,7 +740,7 @@ impl AdTable {
                 let mut p = ClassAd::with_capacity(q.projection.len());
                 for name in &q.projection {
                     if name.eq_ignore_ascii_case(LAST_HEARD_FROM) {
-                        p.insert_int(name, e.updated);
+                        p.insert_int(name, e.updated());
                     } else if let Some(x) = e.ad.lookup(name) {
                         p.insert(name, x.clone());
                     }
@@ -498,6 +753,184 @@ impl AdTable {
             }
         }
         out
+    }
+
+    /// What to relay for `key`: the live ad's whole text (private attributes included, so
+    /// the leader can hand out claims), or its invalidation; `None` for hidden or unknown ads.
+    pub fn relay_item(&self, key: &AdKey) -> Option<RelayItem> {
+        if let Some(e) = self.ads.get(key) {
+            if e.absent_since.is_some() {
+                return None;
+            }
+            let mut text = e.ad.to_old_syntax();
+            if let Some(p) = &e.private {
+                text.push_str(&p.to_old_syntax());
+            }
+            return Some(RelayItem {
+                key: key.clone(),
+                version: e.version,
+                text: Some(text),
+            });
+        }
+        self.tombstones.get(key).map(|v| RelayItem {
+            key: key.clone(),
+            version: *v,
+            text: None,
+        })
+    }
+
+    /// The (key, version) of every live ad and tombstone, for the periodic digest exchange.
+    /// Absent and offline ads are left out: Raft replicates those.
+    pub fn digest(&self) -> Vec<DigestEntry> {
+        let live = self
+            .ads
+            .iter()
+            .filter(|(_, e)| e.absent_since.is_none())
+            .map(|(k, e)| DigestEntry {
+                key: k.clone(),
+                version: e.version,
+                deleted: false,
+            });
+        let dead = self.tombstones.iter().map(|(k, v)| DigestEntry {
+            key: k.clone(),
+            version: *v,
+            deleted: true,
+        });
+        live.chain(dead).collect()
+    }
+
+    /// Compares a peer's digest with this table (last writer wins): what this table should
+    /// send it (newer here, or missing there) and which keys it should send here.
+    pub fn diff_digest(&self, theirs: &[DigestEntry]) -> DigestDiff {
+        let mut diff = DigestDiff::default();
+        let mut seen = std::collections::HashSet::with_capacity(theirs.len());
+        for d in theirs {
+            seen.insert(&d.key);
+            let mine = match self.ads.get(&d.key) {
+                Some(e) if e.absent_since.is_none() => Some(e.version),
+                _ => self.tombstones.get(&d.key).copied(),
+            };
+            match mine {
+                Some(v) if v > d.version => diff.newer.extend(self.relay_item(&d.key)),
+                Some(v) if v == d.version => {}
+                _ if d.deleted && mine.is_none() => {}
+                _ => diff.wanted.push(d.key.clone()),
+            }
+        }
+        for (k, e) in &self.ads {
+            if e.absent_since.is_none() && !seen.contains(k) {
+                diff.newer.extend(self.relay_item(k));
+            }
+        }
+        diff
+    }
+
+    /// The absent and offline ads held, for the Raft layer to commit.
+    pub fn hidden(&self) -> Vec<HiddenAd> {
+        self.ads
+            .iter()
+            .filter_map(|(k, e)| {
+                e.absent_since.map(|since| HiddenAd {
+                    key: k.clone(),
+                    offline: e.offline,
+                    replicated: e.replicated,
+                    since,
+                    text: e.ad.to_old_syntax(),
+                })
+            })
+            .collect()
+    }
+
+    /// The live ad under `key` and its last update time, if live.
+    pub fn live_updated(&self, key: &AdKey) -> Option<i64> {
+        self.ads
+            .get(key)
+            .filter(|e| e.absent_since.is_none())
+            .map(|e| e.updated())
+    }
+
+    /// Makes the table's hidden ads agree with the replicated ones: each replicated ad is
+    /// held (unless a live update for its key is at least as new: the machine is back), and
+    /// a hidden ad the replicated state does not hold is dropped once it is older than
+    /// `pending_until` (younger ones wait for the leader to commit them). Returns the keys
+    /// of replicated ads that could not be read back (bad text), for the log.
+    pub fn sync_replicated(
+        &mut self,
+        replicated: &[ReplicatedAd<'_>],
+        pending_until: i64,
+    ) -> Vec<String> {
+        let mut bad = Vec::new();
+        let mut keep = std::collections::HashSet::new();
+        for r in replicated {
+            let mut ad = match parse_one_ad(r.text, &mut self.lines) {
+                Ok(a) => a,
+                Err(e) => {
+                    bad.push(e);
+                    continue;
+                }
+            };
+            let key = match validate(&ad) {
+                Ok(k) => k,
+                Err(e) => {
+                    bad.push(e.to_string());
+                    continue;
+                }
+            };
+            keep.insert(key.clone());
+            match self.ads.get(&key) {
+                Some(e) if e.absent_since.is_none() && e.updated() >= r.time => continue,
+                _ => {}
+            }
+            if let Some(e) = self.ads.get_mut(&key) {
+                if e.absent_since == Some(r.time) && e.offline == r.offline {
+                    e.replicated = true;
+                    continue;
+                }
+            }
+            let private = split_private(&mut ad);
+            if !r.offline {
+                ad.insert_bool("Absent", true);
+            }
+            if let Some(old) = self.ads.get(&key).and_then(|e| e.text_hash) {
+                self.by_text.remove(&old);
+            }
+            let lifetime = self.params.classad_lifetime;
+            self.ads.insert(
+                key,
+                Entry {
+                    ad,
+                    private,
+                    version: Version {
+                        time: r.time,
+                        ..Version::default()
+                    },
+                    lifetime,
+                    absent_since: Some(r.time),
+                    offline: r.offline,
+                    replicated: true,
+                    text_hash: None,
+                },
+            );
+        }
+        let stale: Vec<AdKey> = self
+            .ads
+            .iter()
+            .filter(|(k, e)| {
+                e.absent_since.is_some_and(|s| s < pending_until) && !keep.contains(*k)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in stale {
+            self.remove(&k);
+        }
+        bad
+    }
+
+    /// Drops a hidden ad (the leader removed it from the replicated state).
+    pub fn drop_hidden(&mut self, key: &AdKey) {
+        if self.ads.get(key).is_some_and(|e| e.absent_since.is_some()) {
+            self.remove(key);
+        }
     }
 
     fn becomes_absent(&self, ad_type: &AdType, ad: &ClassAd) -> bool {
@@ -513,6 +946,7 @@ impl AdTable {
         if let Some(e) = self.ads.get_mut(key) {
             e.ad.insert_bool("Absent", true);
             e.absent_since = Some(now);
+            e.replicated = false;
             if let Some(h) = e.text_hash.take() {
                 self.by_text.remove(&h);
             }
@@ -629,7 +1063,37 @@ fn validate(ad: &ClassAd) -> Result<AdKey, AdError> {
             })
         }
     };
-    Ok((AdType::parse(&my_type), name))
+    let ad_type = AdType::parse(&my_type);
+    let mut addr = daemon_host(ad);
+    if ad_type == AdType::Submitter {
+        // One user submits through several schedds: HTCondor keys submitters by both names.
+        if let Value::Str(s) = ad.eval_attr("ScheddName") {
+            addr = format!("{s}/{addr}");
+        }
+    }
+    Ok(AdKey::new(ad_type, name, addr))
+}
+
+/// The host part of the daemon's address, as HTCondor's `getIpAddr` takes it: `MyAddress`,
+/// else the older per-daemon attributes; a sinful string `<host:port?params>` gives `host`.
+/// Empty when the ad carries no address (test tools, generic ads).
+fn daemon_host(ad: &ClassAd) -> String {
+    for attr in ["MyAddress", "StartdIpAddr", "ScheddIpAddr"] {
+        if let Value::Str(s) = ad.eval_attr(attr) {
+            let s = s.trim().trim_start_matches('<');
+            let s = s.split(['?', '>']).next().unwrap_or("");
+            // [v6::addr]:port or host:port -> the host.
+            let host = if let Some(rest) = s.strip_prefix('[') {
+                rest.split(']').next().unwrap_or("")
+            } else {
+                s.rsplit_once(':').map(|(h, _)| h).unwrap_or(s)
+            };
+            if !host.is_empty() {
+                return host.to_string();
+            }
+        }
+    }
+    String::new()
 }
 
 fn describe(v: &Value) -> String {

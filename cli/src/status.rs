@@ -1,0 +1,642 @@
+//! `cmctl status`: `condor_status` against any CM's collector (`Collector.Query`).
+//!
+//! Takes condor_status's single-dash options: the default slot table (Name, OpSys, Arch,
+//! State, Activity, LoadAv, Mem, ActvtyTime, then the totals by Arch/OpSys), `-long`,
+//! `-af ATTR...`, `-constraint EXPR`, `-json`, `-absent`, `-offline`, `-submitters`,
+//! `-schedd`, `-negotiator`, `-any`, `-total`. The first CM of `--cms` that answers is used:
+//! every CM holds the whole pool.
+use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
+use anyhow::{bail, Context};
+use classad::{ClassAd, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tonic::transport::Endpoint;
+
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct Args {
+    #[command(flatten)]
+    pub conn: crate::client::ConnectArgs,
+    /// condor_status options: -long -af ATTR... -constraint EXPR -json -absent -offline
+    /// -submitters -schedd -negotiator -any -total [names...]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// How to print.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Format {
+    #[default]
+    Table,
+    Long,
+    Json,
+    Autoformat(Vec<String>),
+    Total,
+}
+
+/// The command line, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    /// The ad type asked for (`Machine` by default).
+    pub ad_type: String,
+    pub constraints: Vec<String>,
+    pub absent: bool,
+    pub offline: bool,
+    pub format: Format,
+    pub names: Vec<String>,
+}
+
+/// `-name` or `--name`, or a prefix of at least `min` characters, as condor tools accept.
+fn is_arg(a: &str, name: &str, min: usize) -> bool {
+    let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
+        return false;
+    };
+    s.len() >= min && name.starts_with(s)
+}
+
+pub fn parse(args: &[String]) -> anyhow::Result<Parsed> {
+    let mut p = Parsed {
+        ad_type: "Machine".into(),
+        ..Parsed::default()
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if !a.starts_with('-') {
+            p.names.push(a.clone());
+        } else if is_arg(a, "long", 1) {
+            p.format = Format::Long;
+        } else if is_arg(a, "json", 2) {
+            p.format = Format::Json;
+        } else if is_arg(a, "total", 2) {
+            p.format = Format::Total;
+        } else if is_arg(a, "af", 2) || is_arg(a, "autoformat", 5) {
+            let mut attrs = Vec::new();
+            while i < args.len() && !args[i].starts_with('-') {
+                attrs.push(args[i].clone());
+                i += 1;
+            }
+            if attrs.is_empty() {
+                bail!("{a} needs at least one attribute name");
+            }
+            p.format = Format::Autoformat(attrs);
+        } else if is_arg(a, "constraint", 3) {
+            let Some(c) = args.get(i) else {
+                bail!("{a} needs an expression");
+            };
+            classad::parse_expr(c).map_err(|e| anyhow::anyhow!("-constraint {c:?}: {e}"))?;
+            p.constraints.push(c.clone());
+            i += 1;
+        } else if is_arg(a, "absent", 2) {
+            p.absent = true;
+        } else if is_arg(a, "offline", 2) {
+            p.offline = true;
+        } else if is_arg(a, "submitters", 2) {
+            p.ad_type = "Submitter".into();
+        } else if is_arg(a, "schedd", 2) {
+            p.ad_type = "Scheduler".into();
+        } else if is_arg(a, "negotiator", 2) {
+            p.ad_type = "Negotiator".into();
+        } else if is_arg(a, "startd", 3) || is_arg(a, "slots", 2) {
+            p.ad_type = "Machine".into();
+        } else if is_arg(a, "any", 2) {
+            p.ad_type = "Any".into();
+        } else {
+            bail!("unknown option {a:?} (cmctl status takes condor_status's options)");
+        }
+    }
+    Ok(p)
+}
+
+/// The constraint sent to the CM: the user's, the names, and -absent/-offline.
+pub fn constraint(p: &Parsed) -> String {
+    let mut parts: Vec<String> = p.constraints.iter().map(|c| format!("({c})")).collect();
+    if !p.names.is_empty() {
+        let names: Vec<String> = p
+            .names
+            .iter()
+            .map(|n| {
+                let q = n.replace('\\', "\\\\").replace('"', "\\\"");
+                format!("Name == \"{q}\" || Machine == \"{q}\"")
+            })
+            .collect();
+        parts.push(format!("({})", names.join(" || ")));
+    }
+    if p.absent {
+        parts.push("(Absent =?= true)".into());
+    }
+    if p.offline {
+        parts.push("(Offline =?= true)".into());
+    }
+    parts.join(" && ")
+}
+
+fn text(ad: &ClassAd, attr: &str) -> String {
+    match ad.eval_attr(attr) {
+        Value::Str(s) => s.to_string(),
+        Value::Undefined => "undefined".into(),
+        Value::Real(r) => real(r),
+        other => other.to_string(),
+    }
+}
+
+/// A real as condor_status prints it in `-af` and `-json`: shortest form with at least one
+/// decimal (`1.0`, `0.1`, `123456.789`), exponent form for large and tiny values (`1E+20`).
+pub fn real(r: f64) -> String {
+    if !r.is_finite() {
+        return if r.is_nan() {
+            "real(\"NaN\")".into()
+        } else if r > 0.0 {
+            "real(\"INF\")".into()
+        } else {
+            "real(\"-INF\")".into()
+        };
+    }
+    let a = r.abs();
+    if a != 0.0 && !(1e-5..1e15).contains(&a) {
+        let e = format!("{r:E}");
+        return match e.split_once('E') {
+            Some((m, x)) if !x.starts_with('-') => format!("{m}E+{x}"),
+            _ => e,
+        };
+    }
+    if r.fract() == 0.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r}")
+    }
+}
+
+/// `d+hh:mm:ss`, as condor_status prints durations.
+pub fn duration(secs: i64) -> String {
+    let s = secs.max(0);
+    format!(
+        "{}+{:02}:{:02}:{:02}",
+        s / 86400,
+        (s % 86400) / 3600,
+        (s % 3600) / 60,
+        s % 60
+    )
+}
+
+fn sort_key(ad: &ClassAd) -> (String, String) {
+    (text(ad, "Machine"), text(ad, "Name"))
+}
+
+/// The default slot table and its totals, as condor_status 23 prints them: names never
+/// truncated (at least 18 wide), `LoadAv` from `CondorLoadAvg`, `Mem` widening for large
+/// values, `ActvtyTime` as `LastHeardFrom - EnteredCurrentActivity` (`-` without
+/// `LastHeardFrom`), rows sorted by machine then name.
+pub fn slot_table(ads: &[ClassAd]) -> String {
+    let mut ads: Vec<&ClassAd> = ads.iter().collect();
+    ads.sort_by_key(|a| sort_key(a));
+    let mem = |a: &ClassAd| match a.eval_attr("Memory") {
+        Value::Int(m) => m.to_string(),
+        Value::Real(m) => format!("{}", m as i64),
+        _ => "[????]".into(),
+    };
+    let w = ads
+        .iter()
+        .map(|a| text(a, "Name").chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(18);
+    let mw = ads.iter().map(|a| mem(a).len()).max().unwrap_or(0).max(4);
+    let mut out = format!(
+        "{:<w$} {:<10} {:<6} {:<9} {:<8} {:>6} {:<mw$} {:>11}\n\n",
+        "Name", "OpSys", "Arch", "State", "Activity", "LoadAv", "Mem", "ActvtyTime"
+    );
+    for a in &ads {
+        let load = match a.eval_attr("CondorLoadAvg").as_number() {
+            Some(l) => format!("{l:.3}"),
+            None => "[????]".into(),
+        };
+        let time = match a.eval_attr("LastHeardFrom").as_int() {
+            Some(heard) => {
+                duration(heard - a.eval_attr("EnteredCurrentActivity").as_int().unwrap_or(0))
+            }
+            None => "-".into(),
+        };
+        out.push_str(&format!(
+            "{:<w$} {:<10} {:<6} {:<9} {:<8} {:>6} {:>mw$} {:>11}\n",
+            text(a, "Name"),
+            text(a, "OpSys"),
+            text(a, "Arch"),
+            text(a, "State"),
+            text(a, "Activity"),
+            load,
+            mem(a),
+            time
+        ));
+    }
+    out.push('\n');
+    out.push_str(&slot_totals(&ads));
+    out
+}
+
+/// The totals by Arch/OpSys (`-total`, and the bottom of the default table). `Drain` counts
+/// `Drained` slots and `Backfill` every `Backfill` slot; `BkIdle` (partitionable backfill
+/// resources) is not tracked and stays 0.
+pub fn slot_totals(ads: &[&ClassAd]) -> String {
+    const COLS: [(&str, usize); 9] = [
+        ("Total", 5),
+        ("Owner", 5),
+        ("Claimed", 7),
+        ("Unclaimed", 9),
+        ("Matched", 7),
+        ("Preempting", 10),
+        ("Drain", 6),
+        ("Backfill", 8),
+        ("BkIdle", 6),
+    ];
+    let mut rows: BTreeMap<String, [u64; 9]> = BTreeMap::new();
+    let mut total = [0u64; 9];
+    for a in ads {
+        let label = format!("{}/{}", text(a, "Arch"), text(a, "OpSys"));
+        let idx = match text(a, "State").as_str() {
+            "Owner" => Some(1),
+            "Claimed" => Some(2),
+            "Unclaimed" => Some(3),
+            "Matched" => Some(4),
+            "Preempting" => Some(5),
+            "Drained" => Some(6),
+            "Backfill" => Some(7),
+            _ => None,
+        };
+        let r = rows.entry(label).or_insert([0; 9]);
+        r[0] += 1;
+        total[0] += 1;
+        if let Some(i) = idx {
+            r[i] += 1;
+            total[i] += 1;
+        }
+    }
+    let lw = rows.keys().map(|k| k.len()).max().unwrap_or(0).max(14);
+    let mut out = format!("{:>lw$}", "");
+    for (h, w) in COLS {
+        out.push_str(&format!(" {h:>w$}"));
+    }
+    out.push_str("\n\n");
+    let line = |label: &str, v: &[u64; 9]| {
+        let mut s = format!("{label:>lw$}");
+        for ((_, w), n) in COLS.iter().zip(v) {
+            s.push_str(&format!(" {n:>w$}", w = *w));
+        }
+        s.push('\n');
+        s
+    };
+    for (label, v) in &rows {
+        out.push_str(&line(label, v));
+    }
+    out.push('\n');
+    out.push_str(&line("Total", &total));
+    out
+}
+
+/// The `-submitters` (`schedd = false`: RunningJobs, IdleJobs, HeldJobs) and `-schedd`
+/// (`TotalRunningJobs`...) tables with their totals, as condor_status 23 prints them.
+pub fn jobs_table(ads: &[ClassAd], schedd: bool) -> String {
+    let mut ads: Vec<&ClassAd> = ads.iter().collect();
+    ads.sort_by_key(|a| sort_key(a));
+    let attrs: [&str; 3] = if schedd {
+        ["TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs"]
+    } else {
+        ["RunningJobs", "IdleJobs", "HeldJobs"]
+    };
+    let num = |a: &ClassAd, i: usize| a.eval_attr(attrs[i]).as_int().unwrap_or(0);
+    let nw = ads
+        .iter()
+        .map(|a| text(a, "Name").len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mw = ads
+        .iter()
+        .map(|a| text(a, "Machine").len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let mut out = format!(
+        "{:<nw$} {:<mw$} {:>11} {:>10} {:>10}\n\n",
+        "Name", "Machine", "RunningJobs", "IdleJobs", "HeldJobs"
+    );
+    for a in &ads {
+        out.push_str(&format!(
+            "{:<nw$} {:<mw$} {:>11} {:>10} {:>10}\n",
+            text(a, "Name"),
+            text(a, "Machine"),
+            num(a, 0),
+            num(a, 1),
+            num(a, 2)
+        ));
+    }
+    out.push('\n');
+    let mut total = [0i64; 3];
+    for a in &ads {
+        for (i, t) in total.iter_mut().enumerate() {
+            *t += num(a, i);
+        }
+    }
+    if schedd {
+        out.push_str(&format!(
+            "{:nw$} {:>16} {:>18} {:>18}\n\n{:14}\n",
+            "", attrs[0], attrs[1], attrs[2], ""
+        ));
+        out.push_str(&format!(
+            "{:>14} {:>17} {:>18} {:>18}\n",
+            "Total", total[0], total[1], total[2]
+        ));
+        return out;
+    }
+    // Submitters: one line per user (summed over their schedds), then the total.
+    let mut by_user: BTreeMap<String, [i64; 3]> = BTreeMap::new();
+    for a in &ads {
+        let r = by_user.entry(text(a, "Name")).or_insert([0; 3]);
+        for (i, t) in r.iter_mut().enumerate() {
+            *t += num(a, i);
+        }
+    }
+    let lw = nw.max(5);
+    out.push_str(&format!(
+        "{:lw$} {:>11} {:>10} {:>10}\n\n",
+        "", attrs[0], attrs[1], attrs[2]
+    ));
+    for (user, r) in &by_user {
+        out.push_str(&format!(
+            "{user:>lw$} {:>11} {:>10} {:>10}\n",
+            r[0], r[1], r[2]
+        ));
+    }
+    out.push_str(&format!(
+        "\n{:>lw$} {:>11} {:>10} {:>10}\n",
+        "Total", total[0], total[1], total[2]
+    ));
+    out
+}
+
+/// A simple table of the given columns (negotiators and other types; condor_status's own
+/// `-negotiator` layout is not reproduced).
+pub fn column_table(ads: &[ClassAd], cols: &[&str]) -> String {
+    let mut ads: Vec<&ClassAd> = ads.iter().collect();
+    ads.sort_by_key(|a| sort_key(a));
+    let cells: Vec<Vec<String>> = ads
+        .iter()
+        .map(|a| cols.iter().map(|c| text(a, c)).collect())
+        .collect();
+    let widths: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(c.len())
+        })
+        .collect();
+    let fmt_row = |r: &[String]| {
+        let mut s = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    };
+    let header: Vec<String> = cols.iter().map(|c| c.to_string()).collect();
+    let mut out = fmt_row(&header);
+    out.push('\n');
+    for r in &cells {
+        out.push_str(&fmt_row(r));
+    }
+    out
+}
+
+/// `-af`: the attributes' values separated by spaces, strings unquoted, one line per ad.
+pub fn autoformat(ads: &[ClassAd], attrs: &[String]) -> String {
+    let mut out = String::new();
+    for a in ads {
+        let vals: Vec<String> = attrs.iter().map(|n| text(a, n)).collect();
+        out.push_str(&vals.join(" "));
+        out.push('\n');
+    }
+    out
+}
+
+/// `-long`: each ad in old syntax, a blank line after each.
+/// `-long`: each ad's attributes sorted by name (case-insensitively), a blank line after
+/// each ad.
+pub fn long(ads: &[ClassAd]) -> String {
+    let mut out = String::new();
+    for a in ads {
+        let mut lines: Vec<&str> = Vec::new();
+        let text = a.to_old_syntax();
+        lines.extend(text.lines());
+        lines.sort_by_key(|l| l.split(" = ").next().unwrap_or("").to_ascii_lowercase());
+        for l in lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A value as condor_status -json writes it; `None` when it is not a literal.
+fn json_value(v: &Value, indent: usize) -> Option<String> {
+    Some(match v {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Real(r) if r.is_finite() => real(*r),
+        Value::Str(s) => json_str(s),
+        Value::Undefined => "null".into(),
+        Value::List(l) => {
+            let pad = " ".repeat(indent + 2);
+            let items: Option<Vec<String>> = l
+                .iter()
+                .map(|x| json_value(x, indent + 2).map(|j| format!("{pad}{j}")))
+                .collect();
+            format!("[\n{}\n{}]", items?.join(",\n"), " ".repeat(indent))
+        }
+        _ => return None,
+    })
+}
+
+/// `-json` as condor_status writes it: `[`, the ads separated by a line with a comma, each
+/// ad's attributes sorted by name; literals as JSON, other expressions as the string
+/// `"\/Expr(...)\/"`.
+pub fn json(ads: &[ClassAd]) -> String {
+    let mut objs = Vec::new();
+    for a in ads {
+        let mut attrs: Vec<(&str, &classad::Expr)> = a.iter().collect();
+        attrs.sort_by_key(|(n, _)| n.to_ascii_lowercase());
+        let lines: Vec<String> = attrs
+            .iter()
+            .map(|(name, e)| {
+                let lit = e.to_string();
+                let literal = if is_literal(e) {
+                    json_value(&a.eval_expr(e), 2)
+                } else {
+                    None
+                };
+                let v = literal.unwrap_or_else(|| {
+                    let inner = json_str(&lit);
+                    format!("\"\\/Expr({})\\/\"", &inner[1..inner.len() - 1])
+                });
+                format!("  {}: {v}", json_str(name))
+            })
+            .collect();
+        objs.push(format!("{{\n{}\n}}", lines.join(",\n")));
+    }
+    format!("[\n{}\n]\n", objs.join("\n,\n"))
+}
+
+/// Whether an attribute's expression is a literal (a negative number or a list of literals
+/// counts): condor_status writes those as JSON values, anything else as an expression.
+fn is_literal(e: &classad::Expr) -> bool {
+    use classad::Expr;
+    match e {
+        Expr::Lit(_) => true,
+        Expr::Unary(_, x) => matches!(**x, Expr::Lit(Value::Int(_) | Value::Real(_))),
+        Expr::List(l) => l.iter().all(is_literal),
+        _ => false,
+    }
+}
+
+/// Renders the CM's answer as asked.
+pub fn render(p: &Parsed, ads: &[ClassAd]) -> String {
+    match &p.format {
+        Format::Long => long(ads),
+        Format::Json => json(ads),
+        Format::Autoformat(attrs) => autoformat(ads, attrs),
+        Format::Total if ads.is_empty() => String::new(),
+        // condor_status -total starts with a blank line.
+        Format::Total => {
+            let refs: Vec<&ClassAd> = ads.iter().collect();
+            format!("\n{}", slot_totals(&refs))
+        }
+        // condor_status prints nothing at all when no ad matches.
+        Format::Table if ads.is_empty() => String::new(),
+        Format::Table => match p.ad_type.as_str() {
+            "Machine" => slot_table(ads),
+            "Submitter" => jobs_table(ads, false),
+            "Scheduler" => jobs_table(ads, true),
+            "Negotiator" => column_table(
+                ads,
+                &[
+                    "Name",
+                    "LastNegotiationCycleEnd0",
+                    "LastNegotiationCycleDuration0",
+                    "LastNegotiationCycleCandidateSlots0",
+                    "LastNegotiationCycleActiveSubmitterCount0",
+                    "LastNegotiationCycleNumSchedulers0",
+                    "LastNegotiationCycleNumIdleJobs0",
+                    "LastNegotiationCycleMatches0",
+                    "LastNegotiationCycleRejections0",
+                ],
+            ),
+            _ => column_table(ads, &["MyType", "TargetType", "Name"]),
+        },
+    }
+}
+
+/// Asks the CMs in order until one answers.
+fn fetch(conn: &crate::client::ConnectArgs, req: pb::QueryRequest) -> anyhow::Result<Vec<ClassAd>> {
+    let addrs: Vec<String> = conn
+        .cms
+        .iter()
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty())
+        .collect();
+    if addrs.is_empty() {
+        bail!("no central managers given: use --cms host:port[,host:port...] or set AERIE_CMS");
+    }
+    let timeout = Duration::from_secs_f64(conn.timeout.max(0.1));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut errors = Vec::new();
+    for addr in &addrs {
+        let uri = if addr.contains("://") {
+            addr.clone()
+        } else {
+            format!("http://{addr}")
+        };
+        let r = rt.block_on(async {
+            let ch = Endpoint::from_shared(uri)
+                .map_err(|e| format!("bad address: {e}"))?
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(timeout)
+                .connect()
+                .await
+                .map_err(|e| format!("cannot connect: {e}"))?;
+            let mut c = CollectorClient::new(ch).max_decoding_message_size(512 << 20);
+            c.query(req.clone())
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| {
+                    if s.code() == tonic::Code::InvalidArgument {
+                        format!("refused: {}", s.message())
+                    } else {
+                        s.message().to_string()
+                    }
+                })
+        });
+        match r {
+            Ok(reply) => {
+                let mut ads = Vec::with_capacity(reply.ads.len());
+                for (i, t) in reply.ads.iter().enumerate() {
+                    let mut parsed = classad::parse_old_ads(t)
+                        .map_err(|e| anyhow::anyhow!("ad {i} from {addr} does not parse: {e}"))?;
+                    if let Some(a) = parsed.pop() {
+                        ads.push(a);
+                    }
+                }
+                return Ok(ads);
+            }
+            Err(e) if e.starts_with("refused: ") => bail!("{addr}: {e}"),
+            Err(e) => errors.push(format!("{addr}: {e}")),
+        }
+    }
+    bail!("no CM answered the query: {}", errors.join("; "))
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args
+        .args
+        .iter()
+        .any(|a| a == "-help" || a == "--help" || a == "-h")
+    {
+        println!(
+            "usage: cmctl status [--cms host:port,...] [-long | -af ATTR... | -json | -total] \
+             [-constraint EXPR] [-absent] [-offline] [-submitters | -schedd | -negotiator | -any] [names...]"
+        );
+        return Ok(0);
+    }
+    let p = parse(&args.args)?;
+    let req = pb::QueryRequest {
+        ad_type: p.ad_type.clone(),
+        constraint: constraint(&p),
+        projection: match &p.format {
+            Format::Autoformat(a) => a.clone(),
+            _ => Vec::new(),
+        },
+        absent: p.absent || p.offline,
+        limit: 0,
+    };
+    let ads = fetch(&args.conn, req)?;
+    print!("{}", render(&p, &ads));
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+//! Absent and offline ads through Raft, so they survive any crash.
+//!
+//! The collector table finds them (an expired slot that `ABSENT_REQUIREMENTS` keeps, an ad
+//! advertised with `Offline = true`) on every CM, but only the Raft leader writes them: it
+//! commits `PutAd` for a hidden ad the replicated state does not hold yet, `RemoveAd` when the
+//! machine's next live update (received directly or relayed) is newer than the stored ad, and
+//! `RemoveAd` after `ABSENT_EXPIRE_ADS_AFTER` (never when 0). Every CM mirrors the replicated
+//! ads into its table ([`AdTable::sync_replicated`]), so `condor_status -absent` gives the same
+//! answer on any CM, also right after a full-cluster restart. A hidden ad a follower found
+//! that the leader has not committed stays visible for [`PENDING_GRACE`] seconds, long enough
+//! for the leader's own sweep, and is then dropped.
+use super::service::{unix_now, SharedTable};
+use super::{AdKey, AdTable, ReplicatedAd};
+use crate::raft::{NodeId, Raft};
+use crate::state::{AdRecord, Command, Request};
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+/// The bucket of `PoolState.ads` holding offline ads (absent ads go under their `MyType`).
+pub const OFFLINE_BUCKET: &str = "Offline";
+
+/// Seconds a hidden ad not yet committed by the leader is kept by the CM that found it.
+pub const PENDING_GRACE: i64 = 30;
+
+/// The replicated ads: bucket -> record name -> record (`PoolState.ads`).
+pub type Replicated = BTreeMap<String, BTreeMap<String, AdRecord>>;
+
+/// The name an ad is stored under in `PoolState.ads`: its `Name`, plus its address when it
+/// has one (two machines may give their slots the same name).
+pub fn record_name(key: &AdKey) -> String {
+    if key.addr.is_empty() {
+        key.name.clone()
+    } else {
+        format!("{} {}", key.name, key.addr)
+    }
+}
+
+fn bucket(key: &AdKey, offline: bool) -> String {
+    if offline {
+        OFFLINE_BUCKET.to_string()
+    } else {
+        key.ad_type.as_str().to_string()
+    }
+}
+
+/// The replicated ads as the table takes them.
+pub fn replicated_ads(r: &Replicated) -> Vec<ReplicatedAd<'_>> {
+    r.iter()
+        .flat_map(|(b, m)| {
+            let offline = b == OFFLINE_BUCKET;
+            m.values().map(move |rec| ReplicatedAd {
+                text: &rec.text,
+                time: rec.time,
+                offline,
+            })
+        })
+        .collect()
+}
+
+/// What the leader should commit now, given its table and the replicated ads. Pure, so the
+/// rules are unit-tested without Raft.
+pub fn plan(table: &AdTable, replicated: &Replicated, now: i64) -> Vec<Command> {
+    let mut out = Vec::new();
+    let expire_after = table.params().absent_expire_ads_after;
+    // 1. Hidden ads found here (not mirrored from the replicated state), still fresh.
+    for h in table.hidden() {
+        if h.replicated {
+            continue;
+        }
+        let b = bucket(&h.key, h.offline);
+        let name = record_name(&h.key);
+        let held = replicated.get(&b).and_then(|m| m.get(&name));
+        let differs = !matches!(held, Some(r) if r.text == h.text && r.time == h.since);
+        if differs && now - h.since <= PENDING_GRACE {
+            out.push(Command::PutAd {
+                ad_type: b,
+                name,
+                text: h.text,
+                time: h.since,
+            });
+        }
+    }
+    // 2. Replicated ads whose machine is back, or that are past ABSENT_EXPIRE_ADS_AFTER.
+    let mut removing = HashSet::new();
+    for (b, m) in replicated {
+        for (name, rec) in m {
+            let back = key_of(&rec.text)
+                .and_then(|k| table.live_updated(&k))
+                .is_some_and(|updated| updated >= rec.time);
+            let expired = b != OFFLINE_BUCKET && expire_after > 0 && now - rec.time > expire_after;
+            if (back || expired) && removing.insert((b.clone(), name.clone())) {
+                out.push(Command::RemoveAd {
+                    ad_type: b.clone(),
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The table key of a stored ad's text.
+fn key_of(text: &str) -> Option<AdKey> {
+    let mut t = AdTable::default();
+    t.advertise_text(text, 0).ok().map(|(k, _)| k)
+}
+
+/// Mirrors the replicated ads into the table on every CM and, on the leader, commits what
+/// [`plan`] finds, every `every` until aborted.
+pub fn spawn(
+    raft: Raft,
+    state: crate::store::SharedState,
+    table: SharedTable,
+    id: NodeId,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reported = HashSet::new();
+        loop {
+            tick.tick().await;
+            let replicated: Replicated = state
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .state
+                .ads
+                .clone();
+            let now = unix_now();
+            {
+                let mut t = table.write().unwrap_or_else(|p| p.into_inner());
+                for bad in t.sync_replicated(&replicated_ads(&replicated), now - PENDING_GRACE) {
+                    // Once per distinct problem, not every sweep.
+                    if reported.insert(bad.clone()) {
+                        tracing::warn!(error = %bad, "a replicated absent/offline ad cannot be read");
+                    }
+                }
+            }
+            let leader = raft.metrics().borrow().current_leader == Some(id);
+            if !leader {
+                continue;
+            }
+            let cmds = {
+                let t = table.read().unwrap_or_else(|p| p.into_inner());
+                plan(&t, &replicated, now)
+            };
+            for cmd in cmds {
+                let what = cmd.name();
+                let (bucket, name) = match &cmd {
+                    Command::PutAd { ad_type, name, .. } | Command::RemoveAd { ad_type, name } => {
+                        (ad_type.clone(), name.clone())
+                    }
+                    _ => (String::new(), String::new()),
+                };
+                match raft.client_write(Request::new(cmd)).await {
+                    Ok(r) if r.data.ok => {
+                        metrics::counter!("aerie_collector_absent_commits_total", "command" => what)
+                            .increment(1);
+                        tracing::info!(command = what, bucket = %bucket, name = %name, "committed absent/offline ad change");
+                    }
+                    Ok(r) => {
+                        tracing::warn!(command = what, bucket = %bucket, name = %name, error = %r.data.error, "absent/offline ad change refused")
+                    }
+                    Err(e) => {
+                        tracing::warn!(command = what, error = %e, "cannot commit absent/offline ad change");
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,151 @@
+//! The relay queue (dedup, bound, requeue) and the leader's absent/offline plan.
+use super::absent::{plan, record_name, replicated_ads, Replicated, OFFLINE_BUCKET};
+use super::relay::RelayQueue;
+use super::*;
+use crate::state::{AdRecord, Command};
+
+const T0: i64 = 1_700_000_000;
+
+fn item(name: &str, time: i64) -> RelayItem {
+    RelayItem {
+        key: AdKey::new(AdType::Machine, name, ""),
+        version: Version {
+            time,
+            seq: 0,
+            origin: 1,
+        },
+        text: Some(format!("t{time}")),
+    }
+}
+
+#[test]
+fn queue_keeps_one_change_per_ad_in_first_queued_order() {
+    let mut q = RelayQueue::new(100);
+    q.push(item("a", 1));
+    q.push(item("b", 1));
+    q.push(item("a", 2));
+    q.push(item("a", 0)); // older than the queued one: ignored
+    assert_eq!(q.len(), 2);
+    let got = q.take(10);
+    assert_eq!(got, vec![item("a", 2), item("b", 1)]);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn queue_is_bounded_dropping_the_oldest_and_batches_by_size() {
+    let mut q = RelayQueue::new(3);
+    let dropped: usize = (0..5).map(|i| q.push(item(&format!("s{i}"), i))).sum();
+    assert_eq!(dropped, 2);
+    assert_eq!(q.take(2), vec![item("s2", 2), item("s3", 3)]);
+    // A failed batch goes back unless a newer change for the ad was queued meanwhile.
+    q.push(item("s2", 9));
+    assert_eq!(q.requeue(vec![item("s2", 2), item("s3", 3)]), 0);
+    let rest = q.take(10);
+    assert!(rest.contains(&item("s2", 9)) && rest.contains(&item("s3", 3)));
+    assert_eq!(rest.len(), 3);
+}
+
+fn absent_table() -> AdTable {
+    AdTable::new(CollectorParams {
+        absent_requirements: Some(classad::parse_expr("True").unwrap()),
+        absent_expire_ads_after: 100,
+        ..CollectorParams::default()
+    })
+}
+
+const SLOT: &str =
+    "MyType = \"Machine\"\nName = \"s@a\"\nMyAddress = \"<10.0.0.1:1>\"\nMemory = 1\n";
+
+#[test]
+fn leader_commits_new_absent_ads_then_removes_them_when_the_machine_returns() {
+    let mut t = absent_table();
+    t.advertise_text(SLOT, T0).unwrap();
+    assert_eq!(t.expire(T0 + 901).made_absent.len(), 1);
+    let mut rep = Replicated::new();
+    let cmds = plan(&t, &rep, T0 + 902);
+    let [Command::PutAd {
+        ad_type,
+        name,
+        text,
+        time,
+    }] = cmds.as_slice()
+    else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(
+        (ad_type.as_str(), name.as_str(), *time),
+        ("Machine", "s@a 10.0.0.1", T0 + 901)
+    );
+    assert!(text.contains("Absent = true"));
+    rep.entry(ad_type.clone()).or_default().insert(
+        name.clone(),
+        AdRecord {
+            text: text.clone(),
+            time: *time,
+        },
+    );
+    // Once replicated (and mirrored), nothing more to do.
+    t.sync_replicated(&replicated_ads(&rep), T0 + 902 - 30);
+    assert!(plan(&t, &rep, T0 + 903).is_empty());
+
+    // A fresh table (a restarted CM) gets the absent ad from the replicated state.
+    let mut fresh = absent_table();
+    fresh.sync_replicated(&replicated_ads(&rep), T0 + 903 - 30);
+    assert!(fresh.is_absent(&AdType::Machine, "s@a"));
+
+    // The machine's next update: the leader removes the replicated ad.
+    fresh.advertise_text(SLOT, T0 + 950).unwrap();
+    let cmds = plan(&fresh, &rep, T0 + 951);
+    assert!(
+        matches!(cmds.as_slice(), [Command::RemoveAd { ad_type, name }] if ad_type == "Machine" && name == "s@a 10.0.0.1"),
+        "{cmds:?}"
+    );
+    // ... and ABSENT_EXPIRE_ADS_AFTER (100 s here) removes one that never comes back.
+    let cmds = plan(&absent_table(), &rep, T0 + 901 + 101);
+    assert!(
+        matches!(cmds.as_slice(), [Command::RemoveAd { .. }]),
+        "{cmds:?}"
+    );
+}
+
+#[test]
+fn offline_ads_go_to_their_own_bucket_and_stale_pending_ads_are_dropped() {
+    let mut t = absent_table();
+    t.advertise_text(&format!("{SLOT}Offline = true\n"), T0)
+        .unwrap();
+    let cmds = plan(&t, &Replicated::new(), T0 + 1);
+    assert!(
+        matches!(cmds.as_slice(), [Command::PutAd { ad_type, .. }] if ad_type == OFFLINE_BUCKET),
+        "{cmds:?}"
+    );
+    // Not committed after the grace period (the leader never confirmed it): dropped.
+    t.sync_replicated(&[], T0 + 1);
+    assert!(t.is_empty());
+    assert_eq!(record_name(&AdKey::new(AdType::Machine, "n", "")), "n");
+}
+
+#[test]
+fn replicated_ads_written_elsewhere_are_mirrored_not_rewritten() {
+    // A record in new syntax (an admin tool, an older CM): mirrored, never re-committed in
+    // this CM's spelling; one that cannot be read is reported and left alone.
+    let mut rep = Replicated::new();
+    rep.entry("Machine".into()).or_default().insert(
+        "s@a".into(),
+        AdRecord {
+            text: "[ MyType = \"Machine\"; Name = \"s@a\"; Absent = true ]".into(),
+            time: T0,
+        },
+    );
+    rep.entry("Machine".into()).or_default().insert(
+        "bad".into(),
+        AdRecord {
+            text: "[ Name = \"bad\" ]".into(),
+            time: T0,
+        },
+    );
+    let mut t = absent_table();
+    let bad = t.sync_replicated(&replicated_ads(&rep), T0 - 30);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(t.is_absent(&AdType::Machine, "s@a"));
+    assert!(plan(&t, &rep, T0 + 1).is_empty());
+}

@@ -1,0 +1,62 @@
+//! Starting a CM's collector: the table, the gRPC service, and the background tasks (expiry
+//! sweep, relay to the other CMs, absent/offline ads through Raft). The daemon calls
+//! [`start`] once Raft is up and [`Running::stop`] on shutdown.
+use super::absent;
+use super::relay::{Relay, RelayParams};
+use super::service::{self, CollectorService, SWEEP_INTERVAL};
+use super::{AdTable, CollectorParams};
+use crate::raft::{NodeId, Raft};
+use std::sync::{Arc, RwLock};
+
+/// A running collector.
+pub struct Running {
+    pub service: CollectorService,
+    pub relay: Arc<Relay>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Reads the collector's knobs from `cfg` (defaults without one) and starts it.
+pub fn start(
+    cfg: Option<&aerie_config::Config>,
+    id: NodeId,
+    raft: &Raft,
+    state: crate::store::SharedState,
+) -> Result<Running, String> {
+    let (params, relay_params, rate) = match cfg {
+        Some(c) => (
+            CollectorParams::from_config(c)?,
+            RelayParams::from_config(c)?,
+            service::max_update_rate(c)?,
+        ),
+        None => (
+            CollectorParams::default(),
+            RelayParams::default(),
+            service::DEFAULT_MAX_UPDATE_RATE,
+        ),
+    };
+    let mut table = AdTable::new(params);
+    table.set_origin_id(id);
+    let table = Arc::new(RwLock::new(table));
+    let relay = Relay::new(id, table.clone(), relay_params);
+    let mut svc = CollectorService::new(table.clone()).with_relay(relay.clone());
+    svc.max_update_rate = rate;
+    let tasks = vec![
+        service::spawn_expiry(table.clone(), SWEEP_INTERVAL),
+        relay.spawn_membership_watch(raft.clone()),
+        absent::spawn(raft.clone(), state, table, id, SWEEP_INTERVAL),
+    ];
+    Ok(Running {
+        service: svc,
+        relay,
+        tasks,
+    })
+}
+
+impl Running {
+    pub fn stop(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.relay.shutdown();
+    }
+}
