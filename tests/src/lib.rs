@@ -4,6 +4,8 @@
 //! (`SIGKILL`), stop (`SIGTERM`) and restart them, add fresh `--join` nodes, and always kills
 //! every child it started when dropped (also when a test panics). The admin helpers talk gRPC
 //! directly, with a deadline on every call.
+pub mod sim;
+
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
 use anyhow::{anyhow, bail, Context};
 use std::collections::BTreeMap;

@@ -1,0 +1,143 @@
+//! End-to-end figures of a whole central manager with a simulated pool, real processes:
+//! - negotiation cycle time at a given pool size (the leader's cycle records: snapshot, tick,
+//!   requests from the access point, negotiation, grants, record);
+//! - failover: from `kill -9` of the leader to the first completed cycle of the next leader
+//!   (the cycle record with a newer term, as seen by polling a surviving CM every 20 ms).
+//!
+//! Run: `cargo bench -p aerie-tests --bench pool [-- SLOTS JOBS KILLS]` (defaults 10000 20000
+//! 5). Use release daemons for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
+use aerie_tests::sim::{claimed_by, Sim};
+use aerie_tests::*;
+use std::time::{Duration, Instant};
+
+const CM: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
+const NODE: &str = env!("CARGO_BIN_EXE_aerie-node-sim");
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[(((v.len() - 1) as f64) * p).round() as usize]
+}
+
+async fn cycles(addr: &str) -> Vec<serde_json::Value> {
+    query(addr, "negotiator", true)
+        .await
+        .ok()
+        .and_then(|v| v["cycles"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
+    let slots: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let jobs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000);
+    let kills: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let mut c = Cluster::start(
+        daemon_bin(CM),
+        3,
+        &[
+            ("AERIE_NEGOTIATOR_INTERVAL", "2"),
+            ("AERIE_NEGOTIATOR_CYCLE_DELAY", "1"),
+            ("AERIE_NEGOTIATOR_AP_TIMEOUT", "30"),
+        ],
+    )
+    .expect("start cluster");
+    wait_leader(&c.running(), Duration::from_secs(30))
+        .await
+        .expect("leader");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
+    let users = "u1,u2,u3,u4,u5,u6,u7,u8,u9,u10";
+    let (s, j) = (slots.to_string(), jobs.to_string());
+    let node_bin = std::env::var("AERIE_NODE_BIN").unwrap_or_else(|_| NODE.to_string());
+    let sim = Sim::start(
+        &node_bin,
+        dir.path(),
+        &cms,
+        &[
+            "--slots",
+            &s,
+            "--jobs",
+            &j,
+            "--users",
+            users,
+            "--jobs-forever",
+            "--runtime",
+            "uniform:30:90",
+            "--seed",
+            "1",
+            "--update-interval",
+            "30",
+        ],
+    )
+    .expect("simulator");
+    let addr = cms[0].clone();
+    let t = Instant::now();
+    eventually("the pool to fill", Duration::from_secs(600), || async {
+        let by = claimed_by(&addr, "RemoteUser").await?;
+        Ok((by.values().sum::<usize>() * 10 >= slots * 9).then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
+    println!(
+        "| pool of {slots} slots, {jobs} jobs, 10 submitters: 90 % claimed after | {:.1} s |",
+        t.elapsed().as_secs_f64()
+    );
+    // Cycle figures from the records (the first cycles matched most of the pool).
+    let recs = cycles(&addr).await;
+    for r in recs.iter().take(3) {
+        println!(
+            "| cycle {} (term {}) | {} slots, {} idle jobs | {} matches | {:.3} s |",
+            r["cycle"],
+            r["term"],
+            r["slots"],
+            r["idle_jobs"],
+            r["matches"],
+            r["duration_seconds"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+
+    let mut failover = Vec::new();
+    for k in 0..kills {
+        let leader = wait_leader(&c.running(), Duration::from_secs(30))
+            .await
+            .expect("leader");
+        let term = status(&c.addr(leader)).await.expect("status").term;
+        let watch = c
+            .running()
+            .into_iter()
+            .find(|(i, _)| *i != leader)
+            .map(|(_, a)| a)
+            .expect("a survivor");
+        let t = Instant::now();
+        c.kill(leader);
+        loop {
+            let done = cycles(&watch)
+                .await
+                .iter()
+                .any(|r| r["term"].as_u64().unwrap_or(0) > term);
+            if done {
+                break;
+            }
+            if t.elapsed() > Duration::from_secs(60) {
+                panic!("no cycle within 60 s of killing leader {leader}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!("| failover {k}: kill -9 leader {leader} (term {term}) to first completed cycle | {s:.2} s |");
+        failover.push(s);
+        c.restart(leader).expect("restart");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    println!(
+        "| failover over {kills} kills | median {:.2} s | max {:.2} s |",
+        pct(&mut failover, 0.5),
+        pct(&mut failover, 1.0)
+    );
+    let check = sim.check_claims().expect("check-claims");
+    println!("claims log check: ok = {}", check["ok"]);
+}
