@@ -5,7 +5,7 @@
 //! the startds wrote passes `check-claims`.
 use aerie_proto::collector::{self as cpb, collector_client::CollectorClient};
 use aerie_proto::negotiation::{self as npb, access_point_client::AccessPointClient};
-use aerie_tests::{eventually, free_port, wait_leader};
+use aerie_tests::{eventually, free_port, wait_leader, write_retry};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -178,6 +178,12 @@ async fn start_cm() -> Cm {
     let cm = Cm { child, addr, dir };
     if let Err(e) = wait_leader(&[(1, cm.addr.clone())], WAIT).await {
         panic!("CM leader: {e}\n{}", cm.log());
+    }
+    // These tests play the leader themselves: the CM's own negotiator must not send grants
+    // of its own (they would show up as extra refusals in the claims log).
+    let pause = serde_json::json!({"v": 1, "cmd": {"SetNegotiatorPaused": {"paused": true}}});
+    if let Err(e) = write_retry(&[cm.addr.clone()], &pause, WAIT).await {
+        panic!("pause the CM's negotiator: {e}\n{}", cm.log());
     }
     cm
 }

@@ -42,6 +42,7 @@ async fn main() {
             ("AERIE_NEGOTIATOR_INTERVAL", "2"),
             ("AERIE_NEGOTIATOR_CYCLE_DELAY", "1"),
             ("AERIE_NEGOTIATOR_AP_TIMEOUT", "30"),
+            ("AERIE_ELECTION_TIMEOUT", PRODUCTION_ELECTION_TIMEOUT),
         ],
     )
     .expect("start cluster");

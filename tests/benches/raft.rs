@@ -38,7 +38,12 @@ async fn main() {
     let args: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
     let writes: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
     let kills: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
-    let mut c = Cluster::start(daemon_bin(BIN), 3, &[]).expect("start");
+    let mut c = Cluster::start(
+        daemon_bin(BIN),
+        3,
+        &[("AERIE_ELECTION_TIMEOUT", PRODUCTION_ELECTION_TIMEOUT)],
+    )
+    .expect("start");
     let leader = wait_leader(&c.running(), Duration::from_secs(20))
         .await
         .expect("leader");

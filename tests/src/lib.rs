@@ -21,6 +21,12 @@ pub fn daemon_bin(default: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(default))
 }
 
+/// The election timeout clusters in tests use unless they set one (ms, `MIN-MAX`).
+pub const TEST_ELECTION_TIMEOUT: &str = "800-1600";
+
+/// The production default (see `cm/src/raft/config.rs`), for benchmarks.
+pub const PRODUCTION_ELECTION_TIMEOUT: &str = "400-800";
+
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
@@ -92,6 +98,15 @@ impl Cluster {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         };
+        // Tests run several clusters at once on two cores, where a CM can stall for hundreds
+        // of milliseconds; twice the production election timeout keeps spurious elections
+        // (which tests would misread as failures) rare. Benchmarks pass the production value.
+        if !c.env.iter().any(|(k, _)| k == "AERIE_ELECTION_TIMEOUT") {
+            c.env.push((
+                "AERIE_ELECTION_TIMEOUT".into(),
+                TEST_ELECTION_TIMEOUT.into(),
+            ));
+        }
         let addrs: BTreeMap<u64, String> = (1..=n)
             .map(|id| (id, format!("127.0.0.1:{}", free_port())))
             .collect();

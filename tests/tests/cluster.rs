@@ -202,7 +202,17 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
             .expect("write");
         assert!(r.ok, "{}", r.error);
     }
-    let before = query(&all[0], "state", false).await.expect("state");
+    // A linearizable read; on a loaded machine the leader may change under it, so retry.
+    let before = eventually(
+        "a linearizable read of the state",
+        Duration::from_secs(20),
+        || {
+            let a = all[0].clone();
+            async move { query(&a, "state", false).await.map(Some) }
+        },
+    )
+    .await
+    .expect("state");
     assert_eq!(before["limits"]["sw_license"], 4.0);
     for id in c.ids() {
         c.stop(id);
@@ -227,7 +237,16 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
         .expect("restored");
         assert_eq!(after, before, "state on {a} differs after a full restart");
     }
-    let rows = query(&all[1], "userprio", false).await.expect("userprio");
+    let rows = eventually(
+        "a linearizable userprio read",
+        Duration::from_secs(20),
+        || {
+            let a = all[1].clone();
+            async move { query(&a, "userprio", false).await.map(Some) }
+        },
+    )
+    .await
+    .expect("userprio");
     let alice = rows["rows"]
         .as_array()
         .and_then(|r| r.iter().find(|x| x["name"] == "alice@pool"))
