@@ -77,7 +77,7 @@ async fn main() {
     .expect("simulator");
     let addr = cms[0].clone();
     let t = Instant::now();
-    eventually("the pool to fill", Duration::from_secs(600), || async {
+    eventually("the pool to fill", Duration::from_secs(300), || async {
         let by = claimed_by(&addr, "RemoteUser").await?;
         Ok((by.values().sum::<usize>() * 10 >= slots * 9).then_some(()))
     })

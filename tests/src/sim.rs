@@ -36,7 +36,13 @@ impl Sim {
             .arg(cms.join(","))
             .arg("--claims-log")
             .arg(&claims_log)
-            .args(["--domain", "pool.example", "--update-interval", "1"])
+            .args(["--domain", "pool.example"])
+            // Frequent full refreshes unless the caller picks its own interval.
+            .args(if extra.contains(&"--update-interval") {
+                &[][..]
+            } else {
+                &["--update-interval", "1"][..]
+            })
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
