@@ -22,6 +22,22 @@ pub struct ConnectArgs {
     pub timeout: f64,
 }
 
+impl ConnectArgs {
+    /// The CM addresses given, trimmed; an error when there are none.
+    pub fn addrs(&self) -> anyhow::Result<Vec<String>> {
+        let addrs: Vec<String> = self
+            .cms
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if addrs.is_empty() {
+            bail!("no central managers given: use --cms host:port[,host:port...] or set AERIE_CMS");
+        }
+        Ok(addrs)
+    }
+}
+
 /// A failover-capable admin client.
 pub struct Client {
     addrs: Vec<String>,
@@ -42,15 +58,7 @@ enum Attempt<T> {
 
 impl Client {
     pub fn new(args: &ConnectArgs) -> anyhow::Result<Self> {
-        let addrs: Vec<String> = args
-            .cms
-            .iter()
-            .map(|a| a.trim().to_string())
-            .filter(|a| !a.is_empty())
-            .collect();
-        if addrs.is_empty() {
-            bail!("no central managers given: use --cms host:port[,host:port...] or set AERIE_CMS");
-        }
+        let addrs = args.addrs()?;
         if !(args.timeout > 0.0 && args.timeout.is_finite()) {
             bail!(
                 "bad value for --timeout: {} (seconds, above 0)",

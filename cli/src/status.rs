@@ -550,15 +550,7 @@ pub fn render(p: &Parsed, ads: &[ClassAd]) -> String {
 
 /// Asks the CMs in order until one answers.
 fn fetch(conn: &crate::client::ConnectArgs, req: pb::QueryRequest) -> anyhow::Result<Vec<ClassAd>> {
-    let addrs: Vec<String> = conn
-        .cms
-        .iter()
-        .map(|a| a.trim().to_string())
-        .filter(|a| !a.is_empty())
-        .collect();
-    if addrs.is_empty() {
-        bail!("no central managers given: use --cms host:port[,host:port...] or set AERIE_CMS");
-    }
+    let addrs = conn.addrs()?;
     let timeout = Duration::from_secs_f64(conn.timeout.max(0.1));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -806,3 +806,35 @@ fn deterministic() {
     // cycle (matchmaker.cpp skips submitters whose limit is below the minimum slot weight).
     assert_eq!(o1.stats["LastNegotiationCycleMatches0"], 32.0);
 }
+
+// Autoregroup (INVENTORY 4.7; rules from HTCondor 23.9.6's GroupEntry.cpp, read, not in the
+// seeds): a group with GROUP_AUTOREGROUP also negotiates in the `<none>` round, for what the
+// root's allocation leaves, with no group limit of its own.
+#[test]
+fn autoregroup_lets_a_group_past_its_quota_in_the_none_round() {
+    let acct = Accountant::new(AccountantParams::default());
+    let mut all = group_jobs("group_a", "ann", 1, 30);
+    all.extend(jobs("nobody", 2, 2, &[]));
+    let cfg = NegotiatorConfig::plain()
+        .with_oversubscription(false)
+        .with_group("group_a", GroupQuota::Static(5.0), false);
+    // Without autoregroup group_a stops at its quota; `<none>` has 15 but only 2 jobs.
+    let o = run(slots("s", 20), all.clone(), &acct, &cfg);
+    assert_eq!(o.weight_by_group().get("group_a").copied(), Some(5.0));
+    assert_eq!(o.matches.len(), 7);
+    let mut regroup = cfg.clone();
+    regroup.groups[0].autoregroup = true;
+    let o = run(slots("s", 20), all, &acct, &regroup);
+    // group_a: 5 in its own round, then 13 of the root's 15 next to nobody's 2 -- what the
+    // real HTCondor 23.9.6 does (tests/reference/negotiator/autoregroup.sh: ann 18, nobody 2).
+    let by_group = o.weight_by_group();
+    assert_eq!(by_group.get("group_a").copied(), Some(5.0), "{by_group:?}");
+    assert_eq!(by_group.get("<none>").copied(), Some(15.0), "{by_group:?}");
+    assert_eq!(o.matches.len(), 20);
+    let ann = o
+        .matches
+        .iter()
+        .filter(|m| m.submitter.starts_with("group_a.ann"))
+        .count();
+    assert_eq!(ann, 18);
+}

@@ -283,6 +283,19 @@ impl Drop for Cluster {
     }
 }
 
+/// A client for one CM's collector (1 s to connect, 10 s per call).
+pub fn collector_client(
+    addr: &str,
+) -> aerie_proto::collector::collector_client::CollectorClient<Channel> {
+    let ch = Endpoint::from_shared(format!("http://{addr}"))
+        .expect("a host:port address")
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(10))
+        .connect_lazy();
+    aerie_proto::collector::collector_client::CollectorClient::new(ch)
+        .max_decoding_message_size(256 << 20)
+}
+
 /// A client for one CM's admin API.
 pub async fn admin(addr: &str) -> anyhow::Result<AdminClient<Channel>> {
     let ch = Endpoint::from_shared(format!("http://{addr}"))?

@@ -1,12 +1,10 @@
 //! A simulated pool (`aerie-node simulate`) as a child process of a test or benchmark, and
 //! collector queries over what it advertised.
-use aerie_proto::collector::{self as cpb, collector_client::CollectorClient};
+use aerie_proto::collector as cpb;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-use tonic::transport::Endpoint;
 
 /// The simulator process; killed when dropped (also when a test panics).
 pub struct Sim {
@@ -83,12 +81,7 @@ impl Sim {
 /// Claimed slots per value of `attr` (RemoteUser or AccountingGroup), as the collector of
 /// the CM at `addr` sees them.
 pub async fn claimed_by(addr: &str, attr: &str) -> anyhow::Result<BTreeMap<String, usize>> {
-    let ch = Endpoint::from_shared(format!("http://{addr}"))?
-        .connect_timeout(Duration::from_secs(1))
-        .timeout(Duration::from_secs(10))
-        .connect_lazy();
-    let ads = CollectorClient::new(ch)
-        .max_decoding_message_size(256 << 20)
+    let ads = crate::collector_client(addr)
         .query(cpb::QueryRequest {
             ad_type: "Machine".into(),
             constraint: "State == \"Claimed\"".into(),

@@ -13,7 +13,7 @@ use aerie_tests::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 
@@ -136,12 +136,7 @@ fn submitter_ad(name: &str, ap: &str) -> cpb::Ad {
 }
 
 fn collector(addr: &str) -> CollectorClient<Channel> {
-    let ch = Endpoint::from_shared(format!("http://{addr}"))
-        .expect("endpoint")
-        .connect_timeout(Duration::from_secs(1))
-        .timeout(Duration::from_secs(10))
-        .connect_lazy();
-    CollectorClient::new(ch)
+    collector_client(addr)
 }
 
 /// Sends the ads to every CM (whichever leads reads its own collector), waiting for a CM

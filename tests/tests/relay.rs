@@ -6,7 +6,7 @@
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
 use aerie_tests::*;
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 
@@ -19,12 +19,7 @@ AERIE_COLLECTOR_MAX_UPDATE_RATE = 100
 ";
 
 fn client(addr: &str) -> CollectorClient<Channel> {
-    let ch = Endpoint::from_shared(format!("http://{addr}"))
-        .expect("endpoint")
-        .connect_timeout(Duration::from_secs(1))
-        .timeout(Duration::from_secs(10))
-        .connect_lazy();
-    CollectorClient::new(ch)
+    collector_client(addr)
 }
 
 fn slot(name: &str, addr: &str, extra: &str) -> pb::Ad {

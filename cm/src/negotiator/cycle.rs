@@ -73,6 +73,9 @@ struct Sub {
     ceiling: Option<f64>,
     usage: f64,
     usage_before: f64,
+    /// Usage not counted against the submitter's pie slice in the current round: in the
+    /// autoregroup round, what it matched earlier in this cycle under its own group.
+    uncounted: f64,
     jobs: Vec<usize>,
     idle: usize,
     matched: usize,
@@ -139,6 +142,9 @@ struct Cycle<'a> {
     class_members: Vec<Vec<u32>>,
     busy: Vec<u32>,
     job_views: HashMap<usize, ClassAd>,
+    /// Set while the `<none>` round runs with the submitters of `GROUP_AUTOREGROUP` groups
+    /// added: their jobs then see `SubmitterAutoregroup = true`.
+    autoregroup_round: bool,
     volatile: bool,
     limit_usage: LimitUsage,
     matches: Vec<Match>,
@@ -182,6 +188,7 @@ impl<'a> Cycle<'a> {
             class_members: Vec::new(),
             busy: Vec::new(),
             job_views: HashMap::new(),
+            autoregroup_round: false,
             volatile: false,
             limit_usage: LimitUsage::default(),
             matches: Vec::new(),
@@ -226,6 +233,7 @@ impl<'a> Cycle<'a> {
             ceiling: rec.and_then(|r| r.ceiling()),
             usage: 0.0,
             usage_before: 0.0,
+            uncounted: 0.0,
             jobs: Vec::new(),
             idle: 0,
             matched: 0,
@@ -566,9 +574,35 @@ impl<'a> Cycle<'a> {
         }
         let ng = &self.groups.nodes[negotiating_group];
         ad.insert_value("SubmitterNegotiatingGroup", Value::str(&ng.name));
-        ad.insert_value("SubmitterAutoregroup", Value::Bool(false));
+        ad.insert_value("SubmitterAutoregroup", Value::Bool(self.autoregroup_round));
         self.job_views.insert(ac, ad.clone());
         ad
+    }
+
+    /// Enters or leaves the autoregroup round: job views (and what was evaluated on them)
+    /// change with `SubmitterAutoregroup` and `SubmitterNegotiatingGroup`.
+    ///
+    /// In that round the real HTCondor 23.9.6 does not charge a regrouped submitter's pie
+    /// slice with what it matched earlier in the cycle under its own group
+    /// (tests/reference/negotiator/autoregroup.sh: quota 5 of 20 slots, the regrouped user
+    /// ends with 18 next to a `<none>` user's 2), so that usage is set aside for the round.
+    fn set_autoregroup_round(&mut self, on: bool) {
+        self.autoregroup_round = on;
+        let regrouped: Vec<usize> = self
+            .groups
+            .nodes
+            .iter()
+            .skip(1)
+            .filter(|n| n.autoregroup)
+            .flat_map(|n| n.submitters.iter().copied())
+            .collect();
+        for s in regrouped {
+            let sb = &mut self.subs[s];
+            sb.uncounted = if on { sb.usage - sb.usage_before } else { 0.0 };
+        }
+        self.job_views.clear();
+        self.pair_cache.clear();
+        self.cand_lists.clear();
     }
 
     fn request(&self, job: &ClassAd, slot: &ClassAd) -> (f64, f64, f64) {
@@ -1072,7 +1106,7 @@ impl<'a> Cycle<'a> {
             let limits_for = |c: &Self, s: usize| -> (f64, f64, f64) {
                 let sb = &c.subs[s];
                 let share = max_prio / (sb.eup * normal);
-                let mut limit = (share * slot_weight_total - sb.usage).max(0.0);
+                let mut limit = (share * slot_weight_total - (sb.usage - sb.uncounted)).max(0.0);
                 let mut unclaimed = limit;
                 if group.is_some() {
                     let max_allowed = (group_quota - gu).max(0.0);
@@ -1271,8 +1305,19 @@ impl<'a> Cycle<'a> {
                     .then(a.cmp(&b))
             });
             for g in order {
+                // GROUP_AUTOREGROUP: the root group's round also takes the submitters of every
+                // group that has it, negotiating under `<none>` without a group limit of their
+                // own (HTCondor 23.9's hgq_prepare_for_matchmaking appends them to the root's
+                // submitter list, and its callback passes no group name for the root).
+                let regroup = g == 0 && self.groups.nodes[0].autoregroup;
+                let mut subs = self.groups.nodes[g].submitters.clone();
+                if regroup {
+                    for n in self.groups.nodes.iter().skip(1).filter(|n| n.autoregroup) {
+                        subs.extend(n.submitters.iter().copied());
+                    }
+                }
                 let n = &self.groups.nodes[g];
-                if n.allocated <= 0.0 || n.submitters.is_empty() {
+                if n.allocated <= 0.0 || subs.is_empty() {
                     continue;
                 }
                 if n.usage >= n.allocated && !self.cfg.consider_preemption {
@@ -1286,12 +1331,18 @@ impl<'a> Cycle<'a> {
                 if self.cfg.strict_enforce_quota {
                     slots = self.groups.strict_enforce(g, slots);
                 }
-                let subs = self.groups.nodes[g].submitters.clone();
                 let floor = self.below_floor(&subs);
-                if !floor.is_empty() {
-                    self.negotiate_with_group(true, floor, slots, Some(g));
+                let group = if regroup { None } else { Some(g) };
+                if regroup {
+                    self.set_autoregroup_round(true);
                 }
-                self.negotiate_with_group(false, subs, slots, Some(g));
+                if !floor.is_empty() {
+                    self.negotiate_with_group(true, floor, slots, group);
+                }
+                self.negotiate_with_group(false, subs, slots, group);
+                if regroup {
+                    self.set_autoregroup_round(false);
+                }
             }
             let mut usage_total = 0.0;
             for n in &mut self.groups.nodes {

@@ -111,6 +111,12 @@ impl GroupTree {
             nodes.push(n);
             nodes[parent].children.push(idx);
         }
+        // The root autoregroups when any group does (HTCondor sets the root's flag to the
+        // effective global value).
+        let any = nodes.iter().skip(1).any(|n| n.autoregroup);
+        if let Some(root) = nodes.first_mut() {
+            root.autoregroup = any;
+        }
         GroupTree { nodes, warnings }
     }
 
