@@ -438,7 +438,7 @@ impl AdTable {
     pub fn advertise_text(&mut self, text: &str, now: i64) -> Result<(AdKey, Update), AdError> {
         let v = self.next_version(now);
         self.ingest_text(text, v, Source::Local)
-            .map(|r| r.expect("local updates are never stale"))
+            .and_then(|r| r.ok_or_else(|| not_stored(guess_name(text))))
     }
 
     /// Stores an ad another CM relayed, if its version is newer than what is held (last
@@ -509,8 +509,13 @@ impl AdTable {
     /// timestamp; an update for an absent ad replaces it (the machine is back).
     pub fn advertise(&mut self, ad: ClassAd, now: i64) -> Result<(AdKey, Update), AdError> {
         let v = self.next_version(now);
+        let name = ad
+            .eval_attr("Name")
+            .as_str()
+            .unwrap_or("<no Name>")
+            .to_string();
         self.store(ad, None, v, Source::Local)
-            .map(|r| r.expect("local updates are never stale"))
+            .and_then(|r| r.ok_or_else(|| not_stored(name)))
     }
 
     fn store(
@@ -970,6 +975,17 @@ impl AdTable {
     #[cfg(test)]
     pub(crate) fn text_index_len(&self) -> usize {
         self.by_text.len()
+    }
+}
+
+/// Local updates are never judged stale (only relayed copies are); should that rule ever
+/// break, the sender gets this error rather than the daemon a panic.
+fn not_stored(ad: String) -> AdError {
+    AdError {
+        ad,
+        attribute: None,
+        reason: "was not stored: an equal or newer copy is held (internal error, please report)"
+            .into(),
     }
 }
 
