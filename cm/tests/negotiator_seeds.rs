@@ -838,3 +838,35 @@ fn autoregroup_lets_a_group_past_its_quota_in_the_none_round() {
         .count();
     assert_eq!(ann, 18);
 }
+
+// NEGOTIATOR_CROSS_SLOT_PRIOS (HTCondor's addRemoteUserPrios): each slot ad also carries the
+// priority of the users on its machine's other slots, `slot<N>_RemoteUserPrio`, so a policy
+// can look across slots. Off by default, as in HTCondor.
+#[test]
+fn cross_slot_prios_publish_slot_n_remote_user_prio() {
+    let acct = ledger(&[("alice@d", 25.0), ("bob@d", 1.0)]);
+    let s = slot(
+        "slot2@m",
+        &[("TotalSlots", "2"), ("slot1_RemoteUser", "\"alice@d\"")],
+    );
+    // bob's job only runs beside a user whose priority is worse than 10.
+    let j = job(
+        "bob",
+        1,
+        0,
+        &[(
+            "Requirements",
+            "TARGET.slot1_RemoteUserPrio > 10 && isUndefined(TARGET.slot2_RemoteUserPrio)",
+        )],
+    );
+    let mut cfg = NegotiatorConfig::plain();
+    let o = run(vec![s.clone()], vec![j.clone()], &acct, &cfg);
+    assert_eq!(
+        o.matches.len(),
+        0,
+        "off by default: slot1_RemoteUserPrio is undefined"
+    );
+    cfg.cross_slot_prios = true;
+    let o = run(vec![s], vec![j], &acct, &cfg);
+    assert_eq!(o.matches.len(), 1, "{:?}", o.rejections);
+}

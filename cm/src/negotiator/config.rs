@@ -68,6 +68,9 @@ pub struct NegotiatorConfig {
     pub group_sort_expr: Option<Expr>,
     pub accept_surplus: bool,
     pub autoregroup: bool,
+    /// `NEGOTIATOR_CROSS_SLOT_PRIOS` (false): publish `slot<N>_RemoteUserPrio` and its
+    /// companions for every slot N of a machine's ads (`TotalSlots`), as HTCondor does.
+    pub cross_slot_prios: bool,
     /// `GROUP_QUOTA_MAX_ALLOCATION_ROUNDS` (3).
     pub max_allocation_rounds: u32,
     /// `NEGOTIATOR_STRICT_ENFORCE_QUOTA` (true).
@@ -114,6 +117,7 @@ impl Default for NegotiatorConfig {
             group_sort_expr: Some(must(DEFAULT_GROUP_SORT_EXPR)),
             accept_surplus: false,
             autoregroup: false,
+            cross_slot_prios: false,
             max_allocation_rounds: 3,
             strict_enforce_quota: true,
             concurrency_limits: BTreeMap::new(),
@@ -293,7 +297,7 @@ impl NegotiatorConfig {
                 };
             }
         }
-        let bools: [(&str, &mut bool); 9] = [
+        let bools: [(&str, &mut bool); 10] = [
             ("NEGOTIATOR_CONSIDER_PREEMPTION", &mut c.consider_preemption),
             (
                 "PREEMPTION_REQUIREMENTS_STABLE",
@@ -311,6 +315,7 @@ impl NegotiatorConfig {
             ("NEGOTIATOR_USE_SLOT_WEIGHTS", &mut c.use_slot_weights),
             ("GROUP_ACCEPT_SURPLUS", &mut c.accept_surplus),
             ("GROUP_AUTOREGROUP", &mut c.autoregroup),
+            ("NEGOTIATOR_CROSS_SLOT_PRIOS", &mut c.cross_slot_prios),
             (
                 "NEGOTIATOR_STRICT_ENFORCE_QUOTA",
                 &mut c.strict_enforce_quota,

@@ -493,6 +493,9 @@ impl<'a> Cycle<'a> {
             })
             .collect();
         // --- remote ephemeral attributes in slot ads
+        if self.cfg.cross_slot_prios {
+            self.add_cross_slot_prios(&mut slots);
+        }
         for s in &mut slots {
             if let Some(r) = s.remote {
                 let sub = &self.subs[r];
@@ -577,6 +580,47 @@ impl<'a> Cycle<'a> {
         ad.insert_value("SubmitterAutoregroup", Value::Bool(self.autoregroup_round));
         self.job_views.insert(ac, ad.clone());
         ad
+    }
+
+    /// `NEGOTIATOR_CROSS_SLOT_PRIOS`: every slot ad gets, for each slot N of its machine
+    /// (`1..=TotalSlots`) whose user it advertises (`slot<N>_PreemptingAccountingGroup`,
+    /// `_PreemptingUser`, `_AccountingGroup` or `_RemoteUser`, first found), that user's
+    /// `slot<N>_RemoteUserPrio`, `_RemoteUserResourcesInUse` and, for a group,
+    /// `_RemoteGroup` and `_RemoteGroupQuota` (matchmaker.cpp's addRemoteUserPrios).
+    fn add_cross_slot_prios(&mut self, slots: &mut [Slot]) {
+        /// Bounds the loop on a hostile or broken `TotalSlots`.
+        const MAX_SLOTS: i64 = 4096;
+        for slot in slots.iter_mut() {
+            let total = eval_num(&slot.ad, "TotalSlots").unwrap_or(0.0);
+            let total = if total.is_finite() { total as i64 } else { 0 };
+            for n in 1..=total.clamp(0, MAX_SLOTS) {
+                let p = format!("slot{n}_");
+                let user = [
+                    "PreemptingAccountingGroup",
+                    "PreemptingUser",
+                    "AccountingGroup",
+                    "RemoteUser",
+                ]
+                .iter()
+                .find_map(|a| eval_str(&slot.ad, &format!("{p}{a}")));
+                let Some(user) = user else { continue };
+                let r = self.sub_for(&user);
+                let sub = &self.subs[r];
+                slot.ad
+                    .insert_value(&format!("{p}RemoteUserPrio"), Value::Real(sub.eup));
+                slot.ad.insert_value(
+                    &format!("{p}RemoteUserResourcesInUse"),
+                    Value::Real(sub.usage),
+                );
+                if sub.group != 0 {
+                    let g = &self.groups.nodes[sub.group];
+                    slot.ad
+                        .insert_value(&format!("{p}RemoteGroup"), Value::str(&g.name));
+                    slot.ad
+                        .insert_value(&format!("{p}RemoteGroupQuota"), Value::Real(g.quota));
+                }
+            }
+        }
     }
 
     /// Enters or leaves the autoregroup round: job views (and what was evaluated on them)
