@@ -34,13 +34,5 @@ for spec in ann:group_a:30 nobody::2; do
   } > "$ROOT/home/ref/$u.sub"
   $T tool condor_submit "$u.sub" >/dev/null
 done
-log="$ROOT/srv/ref/pool/log/NegotiatorLog"
-for _ in $(seq 1 120); do
-  if awk '/Started Negotiation Cycle/{c++; two=0} /include 2 submitter/{two=1} /Finished Negotiation Cycle/{if (two) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
-    break
-  fi
-  sleep 1
-done
-awk '/Started Negotiation Cycle/{c++; two=0} /include 2 submitter/{if (!want) {two=1; want=c}} c==want && want && /Matched/{print $5}' "$log" \
-  | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+first_cycle_matches 2
 $T pool-down

@@ -33,3 +33,17 @@ FileSystemDomain = "ref.test"
 AD
   done
 }
+
+# first_cycle_matches NSUB: waits (up to 120 s) for a negotiation cycle that included NSUB
+# submitters and finished, then prints that cycle's matches as `MATCHES <submitter> <count>`.
+first_cycle_matches() {
+  local n=$1 log="$ROOT/srv/ref/pool/log/NegotiatorLog"
+  for _ in $(seq 1 120); do
+    if awk '/Started Negotiation Cycle/{c++; seen=0} /include '"$n"' submitter/{seen=1} /Finished Negotiation Cycle/{if (seen) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
+      break
+    fi
+    sleep 1
+  done
+  awk '/Started Negotiation Cycle/{c++} /include '"$n"' submitter/{if (!want) want=c} c==want && want && /Matched/{print $5}' "$log" \
+    | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+}

@@ -27,17 +27,7 @@ queue $n
 SUB
   $T tool condor_submit "$u.sub" >/dev/null
 done
-log="$ROOT/srv/ref/pool/log/NegotiatorLog"
-# Wait for a cycle that saw both submitters and finished.
-for _ in $(seq 1 120); do
-  if awk '/Started Negotiation Cycle/{c++; two=0} /include 3 submitter/{two=1} /Finished Negotiation Cycle/{if (two) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
-    break
-  fi
-  sleep 1
-done
-# Matches of the first cycle that saw both submitters.
-awk '/Started Negotiation Cycle/{c++; two=0} /include 3 submitter/{if (!want) {two=1; want=c}} c==want && want && /Matched/{print $5}' "$log" \
-  | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+first_cycle_matches 3
 if [ -n "${DUMP:-}" ]; then
   mkdir -p "$DUMP"
   $T tool condor_status -long > "$DUMP/slots.txt"
