@@ -2,11 +2,12 @@
 //!
 //! Lookups hash the name once (case-insensitively, no allocation) and probe a small
 //! open-addressing table of indices into the entry vector.
+use crate::eval::compiled::Matcher;
 use crate::expr::Expr;
 use crate::name::{ci_hash, Name};
 use crate::value::Value;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A ClassAd. Cloning is O(1): the attribute table is shared and copied on first write.
 #[derive(Clone, Default)]
@@ -35,12 +36,26 @@ impl Attr {
     }
 }
 
-#[derive(Clone, Default)]
+#[derive(Default)]
 struct Attrs {
     entries: Vec<Arc<Attr>>,
     /// Open addressing table: 0 = empty, otherwise index+1 into `entries`. Length is a power of
     /// two at least twice the number of entries (or empty when there are no entries).
     table: Index,
+    /// This ad's Requirements and Rank compiled against the ad itself, made on the first
+    /// match and dropped by any change (see `eval::compiled`).
+    matcher: OnceLock<Box<Matcher>>,
+}
+
+impl Clone for Attrs {
+    /// A copy is about to be changed: it compiles its own matcher when it needs one.
+    fn clone(&self) -> Self {
+        Attrs {
+            entries: self.entries.clone(),
+            table: self.table.clone(),
+            matcher: OnceLock::new(),
+        }
+    }
 }
 
 /// The slots of the open addressing table: 16 bits while the ad has fewer than 65,535
@@ -96,26 +111,32 @@ impl Index {
     }
 }
 
-impl Attrs {
-    #[inline]
-    pub(crate) fn find(&self, name: &str, hash: u64) -> Option<usize> {
-        let len = self.table.len();
-        if len == 0 {
-            return None;
+/// Linear probing from `hash` in a table of entry numbers (0 = empty, else index + 1).
+#[inline(always)]
+fn probe<T: Copy + Into<u32>>(
+    table: &[T],
+    entries: &[Arc<Attr>],
+    name: &str,
+    hash: u64,
+) -> Option<usize> {
+    let mask = table.len().wrapping_sub(1);
+    let mut i = (hash as usize) & mask;
+    loop {
+        let slot = (*table.get(i)?).into() as usize;
+        let a = entries.get(slot.wrapping_sub(1))?;
+        if a.name.hash() == hash && crate::name::eq_ci(a.name.as_str(), name) {
+            return Some(slot - 1);
         }
-        let mask = len - 1;
-        let mut i = (hash as usize) & mask;
-        loop {
-            let slot = self.table.get(i);
-            if slot == 0 {
-                return None;
-            }
-            let idx = slot - 1;
-            let n = &self.entries[idx].name;
-            if n.hash() == hash && (n.as_str() == name || n.as_str().eq_ignore_ascii_case(name)) {
-                return Some(idx);
-            }
-            i = (i + 1) & mask;
+        i = (i + 1) & mask;
+    }
+}
+
+impl Attrs {
+    #[inline(always)]
+    pub(crate) fn find(&self, name: &str, hash: u64) -> Option<usize> {
+        match &self.table {
+            Index::Narrow(t) => probe(t, &self.entries, name, hash),
+            Index::Wide(t) => probe(t, &self.entries, name, hash),
         }
     }
 
@@ -129,6 +150,7 @@ impl Attrs {
     }
 
     fn insert_attr(&mut self, attr: Arc<Attr>) {
+        self.matcher.take();
         if let Some(idx) = self.find(attr.name.as_str(), attr.name.hash()) {
             // The first spelling of the name is kept, as libclassad does.
             let old = &self.entries[idx];
@@ -180,6 +202,7 @@ impl ClassAd {
             attrs: Arc::new(Attrs {
                 entries: Vec::with_capacity(n),
                 table: Index::default(),
+                matcher: OnceLock::new(),
             }),
             parent: None,
             detached: false,
@@ -285,8 +308,12 @@ impl ClassAd {
 
     #[inline]
     pub(crate) fn lookup_name(&self, name: &Name) -> Option<&Arc<Expr>> {
-        self.find(name.as_str(), name.hash())
-            .map(|i| &self.attrs.entries[i].expr)
+        let attrs = &*self.attrs;
+        let found = match &attrs.table {
+            Index::Narrow(t) => probe(t, &attrs.entries, name.as_str(), name.hash()),
+            Index::Wide(t) => probe(t, &attrs.entries, name.as_str(), name.hash()),
+        };
+        found.and_then(|i| attrs.entries.get(i)).map(|a| &a.expr)
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -296,6 +323,7 @@ impl ClassAd {
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
         let idx = self.find(name, ci_hash(name))?;
         let attrs = Arc::make_mut(&mut self.attrs);
+        attrs.matcher.take();
         let a = attrs.entries.remove(idx);
         attrs.rebuild();
         let e = a.expr.clone();
@@ -364,6 +392,14 @@ impl ClassAd {
             s.push('\n');
         }
         s
+    }
+
+    /// This ad's compiled Requirements and Rank (compiled on first use, shared by every copy
+    /// of the ad until one of them changes).
+    pub(crate) fn matcher(&self) -> &Matcher {
+        self.attrs
+            .matcher
+            .get_or_init(|| Box::new(Matcher::compile(self)))
     }
 
     pub(crate) fn entries(&self) -> &[Arc<Attr>] {

@@ -41,6 +41,14 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// `<`, `<=`, `==`, `!=`, `>=`, `>`.
+    #[inline]
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Lt | BinOp::Le | BinOp::Eq | BinOp::Ne | BinOp::Ge | BinOp::Gt
+        )
+    }
     /// How libclassad prints the operator (with its surrounding spaces).
     pub fn text(self) -> &'static str {
         match self {

@@ -2,25 +2,26 @@
 //! the ad holding the expression, TARGET the other one, bare names missing from MY fall back to
 //! TARGET).
 use crate::ad::ClassAd;
+use crate::eval::compiled;
 use crate::name::Name;
 use crate::value::Value;
 use std::sync::OnceLock;
 
-fn requirements() -> &'static Name {
+pub(crate) fn requirements() -> &'static Name {
     static N: OnceLock<Name> = OnceLock::new();
     N.get_or_init(|| Name::new("Requirements"))
 }
-fn rank_name() -> &'static Name {
+pub(crate) fn rank_name() -> &'static Name {
     static N: OnceLock<Name> = OnceLock::new();
     N.get_or_init(|| Name::new("Rank"))
 }
 
 /// Does `my.Requirements` evaluate to exactly `true` against `target`?
+///
+/// Evaluated through `my`'s compiled Requirements (see `eval::compiled`), which gives the
+/// interpreter's result.
 pub fn matches(my: &ClassAd, target: &ClassAd) -> bool {
-    match my.lookup_name(requirements()) {
-        Some(e) => crate::eval::eval_in(e, Some(my), Some(target)).is_true(),
-        None => false,
-    }
+    requirements_value(my, target).is_some_and(|v| v.is_true())
 }
 
 /// Both ads' Requirements are exactly true against each other.
@@ -30,19 +31,34 @@ pub fn symmetric_match(a: &ClassAd, b: &ClassAd) -> bool {
 
 /// `my.Rank` against `target` as a float: booleans give 1/0, anything non-numeric 0.0.
 pub fn rank(my: &ClassAd, target: &ClassAd) -> f64 {
-    match my.lookup_name(rank_name()) {
-        Some(e) => match crate::eval::eval_in(e, Some(my), Some(target)) {
-            Value::Int(i) => i as f64,
-            Value::Real(r) => r,
-            Value::Bool(b) => {
-                if b {
-                    1.0
-                } else {
-                    0.0
-                }
+    match rank_value(my, target) {
+        Some(Value::Int(i)) => i as f64,
+        Some(Value::Real(r)) => r,
+        Some(Value::Bool(b)) => {
+            if b {
+                1.0
+            } else {
+                0.0
             }
-            _ => 0.0,
-        },
-        None => 0.0,
+        }
+        _ => 0.0,
     }
+}
+
+/// The value of `my.Requirements` against `target` in a match (None: `my` has none).
+pub fn requirements_value(my: &ClassAd, target: &ClassAd) -> Option<Value> {
+    if compiled::applies(my, target) {
+        return my.matcher().requirements(my, target);
+    }
+    my.lookup_name(requirements())
+        .map(|e| crate::eval::eval_in(e, Some(my), Some(target)))
+}
+
+/// The value of `my.Rank` against `target` in a match (None: `my` has none).
+pub fn rank_value(my: &ClassAd, target: &ClassAd) -> Option<Value> {
+    if compiled::applies(my, target) {
+        return my.matcher().rank(my, target);
+    }
+    my.lookup_name(rank_name())
+        .map(|e| crate::eval::eval_in(e, Some(my), Some(target)))
 }

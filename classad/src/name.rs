@@ -20,6 +20,60 @@ pub fn ci_hash(s: &str) -> u64 {
     h
 }
 
+/// ASCII case-insensitive equality (strcasecmp == 0), with an inline exact-bytes fast path:
+/// names and values in real ads almost always match in case, and short strings compare
+/// faster here, a word or two at a time, than through a memcmp call.
+#[inline]
+pub fn eq_ci(a: &str, b: &str) -> bool {
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    if x.len() != y.len() {
+        return false;
+    }
+    if x.as_ptr() == y.as_ptr() || same_bytes(x, y) {
+        return true;
+    }
+    eq_ci_slow(a, b)
+}
+
+#[cold]
+#[inline(never)]
+fn eq_ci_slow(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// Byte equality of two slices of the same length, with overlapping word loads for short ones
+/// (attribute names are mostly 4 to 24 bytes).
+#[inline]
+fn same_bytes(x: &[u8], y: &[u8]) -> bool {
+    let n = x.len();
+    debug_assert_eq!(n, y.len());
+    #[inline(always)]
+    fn w8(s: &[u8], i: usize) -> u64 {
+        match s.get(i..i + 8) {
+            Some(b) => u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])),
+            None => 0,
+        }
+    }
+    #[inline(always)]
+    fn w4(s: &[u8], i: usize) -> u32 {
+        match s.get(i..i + 4) {
+            Some(b) => u32::from_ne_bytes(b.try_into().unwrap_or([0; 4])),
+            None => 0,
+        }
+    }
+    match n {
+        4..=7 => w4(x, 0) == w4(y, 0) && w4(x, n - 4) == w4(y, n - 4),
+        8..=16 => w8(x, 0) == w8(y, 0) && w8(x, n - 8) == w8(y, n - 8),
+        _ => same_bytes_slow(x, y),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn same_bytes_slow(x: &[u8], y: &[u8]) -> bool {
+    x == y
+}
+
 impl Name {
     pub fn new(s: &str) -> Self {
         Name {
@@ -44,7 +98,7 @@ impl Name {
 
 impl PartialEq for Name {
     fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && self.text.eq_ignore_ascii_case(&other.text)
+        self.hash == other.hash && eq_ci(&self.text, &other.text)
     }
 }
 impl Eq for Name {}

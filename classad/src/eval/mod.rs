@@ -1,6 +1,7 @@
 //! Expression evaluation: scopes (MY, TARGET, enclosing ads), attribute lookup with a precomputed
 //! hash, short-circuit logic, and a depth limit so that self-referential attributes (`a = a + 1`)
 //! and deep nesting end in `error` instead of a stack overflow.
+pub(crate) mod compiled;
 pub mod ops;
 
 use crate::ad::ClassAd;

@@ -58,6 +58,21 @@ pub fn unary(op: UnOp, v: Value) -> Value {
 
 /// Strict binary operators (everything except `&&`, `||`, `is`, `isnt`).
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
+    // Fast paths for the operand types matchmaking meets most (same results as below).
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) if op.is_comparison() => return cmp_result(op, x, y),
+        (Value::Real(x), Value::Real(y)) if op.is_comparison() => return cmp_result(op, x, y),
+        (Value::Int(x), Value::Real(y)) if op.is_comparison() => {
+            return cmp_result(op, *x as f64, *y)
+        }
+        (Value::Real(x), Value::Int(y)) if op.is_comparison() => {
+            return cmp_result(op, *x, *y as f64)
+        }
+        (Value::Str(x), Value::Str(y)) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+            return Value::Bool(crate::name::eq_ci(x, y) == (op == BinOp::Eq))
+        }
+        _ => {}
+    }
     match op {
         BinOp::Is => return meta_compare(a, b),
         BinOp::Isnt => {
@@ -135,6 +150,7 @@ fn coerce(a: &Value, b: &Value) -> Class {
     }
 }
 
+#[inline]
 fn cmp_result<T: PartialOrd>(op: BinOp, x: T, y: T) -> Value {
     Value::Bool(match op {
         BinOp::Lt => x < y,
@@ -166,7 +182,7 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
         Class::Str => match (a, b) {
             (Value::Str(x), Value::Str(y)) => {
                 if op == BinOp::Eq || op == BinOp::Ne {
-                    let eq = x.len() == y.len() && x.eq_ignore_ascii_case(y);
+                    let eq = crate::name::eq_ci(x, y);
                     return Value::Bool(eq == (op == BinOp::Eq));
                 }
                 cmp_result(op, strcasecmp(x, y), std::cmp::Ordering::Equal)
@@ -385,6 +401,9 @@ fn from_tri(t: Tri) -> Value {
 
 /// `&&` / `||` after both sides are known (the short circuit is done by the caller).
 pub fn logical(op: BinOp, a: &Value, b: &Value) -> Value {
+    if let (Value::Bool(x), Value::Bool(y)) = (a, b) {
+        return Value::Bool(if op == BinOp::Or { *x || *y } else { *x && *y });
+    }
     let (Some(a), Some(b)) = (tri(a), tri(b)) else {
         return Value::Error;
     };

@@ -1,0 +1,594 @@
+//! Compiled matchmaking expressions: an ad's `Requirements` and `Rank`, specialised once for
+//! that ad and then evaluated against many candidate ads.
+//!
+//! Matchmaking evaluates the same two expressions of one ad against thousands of others. The
+//! tree interpreter pays, for every candidate, the lookups of the ad's own attributes (a job's
+//! `RequestMemory`, a slot's `START`, `WithinResourceLimits`, `MY.Cpus`...), the parentheses and
+//! the depth bookkeeping of every node. Compiling against the ad does that work once:
+//!
+//! * references to the ad's own attributes whose value is a literal become constants, and
+//!   attributes holding an expression are compiled in place;
+//! * constant subexpressions are folded (`MY.Cpus > 0` on a slot with 4 cpus is `true`);
+//! * references to the other ad (`TARGET.x`, and bare names the ad does not have, which
+//!   matchmaking looks up in the target) stay lookups;
+//! * anything else (function calls, selections, subscripts, lists, nested ads, special names)
+//!   is handed to the interpreter unchanged.
+//!
+//! The result is the interpreter's, exactly: every operator goes through the same `ops`
+//! functions, short circuits are the same, and before entering the interpreter the evaluation
+//! depth is set to what the interpreter itself would have reached at that node (so its depth
+//! limit and cycle detection behave identically). `tests::compiled_*` and the differential
+//! suite (`compiled_matcher_agrees_with_interpreter`) check this on random expressions.
+use super::{eval, eval_found, list_kind, ops, swapped, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH};
+use crate::ad::ClassAd;
+use crate::expr::{BinOp, Expr, ScopeKw, UnOp};
+use crate::name::Name;
+use crate::value::Value;
+
+static UNDEFINED: Value = Value::Undefined;
+static FALSE: Value = Value::Bool(false);
+static TRUE: Value = Value::Bool(true);
+
+/// How deep compilation goes (nodes and inlined attributes) before it leaves the rest to the
+/// interpreter: far below the interpreter's own limit, so compiled nodes never reach it.
+const MAX_COMPILE_DEPTH: u32 = 200;
+
+/// A compiled expression node.
+#[derive(Debug)]
+enum Node {
+    Const(Value),
+    /// A name looked up in the target ad: `TARGET.name`, or a bare name that the compiled ad
+    /// does not have (matchmaking's fallback). Missing: undefined. `depth` is the interpreter's
+    /// depth when it evaluates the attribute found.
+    Target {
+        name: Name,
+        depth: u32,
+    },
+    /// Evaluated by the interpreter, starting at `depth`.
+    Interp {
+        expr: Box<Expr>,
+        depth: u32,
+    },
+    Binary(BinOp, Box<Node>, Box<Node>),
+    /// `((a && b) && c) && ...`: a left-nested chain of `&&` (or of `||`), evaluated left to
+    /// right exactly as the nested binary nodes would be, without the recursion.
+    Chain(BinOp, Vec<Node>),
+    Unary(UnOp, Box<Node>),
+    Cond(Box<Node>, Option<Box<Node>>, Box<Node>),
+    /// An attribute of the compiled ad compiled in place, registered as being evaluated while
+    /// it is (the interpreter's cycle detection, see `eval_found`); `key` is the address of
+    /// the attribute's expression in the ad, which the matcher's ad keeps alive.
+    Attr {
+        key: usize,
+        inner: Box<Node>,
+    },
+}
+
+/// An ad's compiled `Requirements` and `Rank` (None: the ad has no such attribute).
+#[derive(Debug)]
+pub(crate) struct Matcher {
+    requirements: Option<Node>,
+    rank: Option<Node>,
+}
+
+impl Matcher {
+    /// Compiles `ad`'s Requirements and Rank against `ad` itself (a top-level ad).
+    pub(crate) fn compile(ad: &ClassAd) -> Matcher {
+        let mut c = Compiler {
+            ad,
+            inlining: Vec::new(),
+        };
+        // `matches`/`rank` evaluate these from the top (`eval_in`): depth 0, through `eval`.
+        let requirements = ad
+            .lookup_name(crate::matching::requirements())
+            .map(|e| c.compile(e, 0, false));
+        let rank = ad
+            .lookup_name(crate::matching::rank_name())
+            .map(|e| c.compile(e, 0, false));
+        Matcher { requirements, rank }
+    }
+
+    /// `Requirements` of `my` (the ad this was compiled from) against `target`; `None` when
+    /// the ad has none.
+    pub(crate) fn requirements(&self, my: &ClassAd, target: &ClassAd) -> Option<Value> {
+        self.requirements.as_ref().map(|n| run_top(n, my, target))
+    }
+
+    /// `Rank` of `my` against `target`; `None` when the ad has none.
+    pub(crate) fn rank(&self, my: &ClassAd, target: &ClassAd) -> Option<Value> {
+        self.rank.as_ref().map(|n| run_top(n, my, target))
+    }
+}
+
+/// A value as `&&` and `||` see it: numbers are truth values, and anything else that is not
+/// undefined or error makes the operation an error.
+#[derive(Clone, Copy, PartialEq)]
+enum Truth {
+    T,
+    F,
+    U,
+    E,
+    Other,
+}
+
+#[inline]
+fn truth(v: &Value) -> Truth {
+    match ops::bool_equiv(v) {
+        Some(true) => Truth::T,
+        Some(false) => Truth::F,
+        None => match v {
+            Value::Undefined => Truth::U,
+            Value::Error => Truth::E,
+            _ => Truth::Other,
+        },
+    }
+}
+
+/// `a || b` (`or`) or `a && b` as `ops::logical` has them, for a left operand that did not
+/// end the chain (not true for `||`, not false for `&&`).
+#[inline]
+fn combine(or: bool, a: Truth, b: Truth) -> Truth {
+    use Truth::*;
+    if a == Other || b == Other {
+        return E;
+    }
+    // The value that decides `||` (true) / `&&` (false) whatever the other side is.
+    let (win, lose) = if or { (T, F) } else { (F, T) };
+    match a {
+        E => E,
+        x if x == lose => b,
+        // a is undefined
+        _ if b == win => win,
+        _ if b == lose => U,
+        _ => b,
+    }
+}
+
+fn run_top(n: &Node, my: &ClassAd, target: &ClassAd) -> Value {
+    let ctx = Ctx::new();
+    let env = Env::top(Some(my), Some(target));
+    let mut slot = Value::Undefined;
+    let v = run(n, &ctx, env, &mut slot).clone();
+    ctx.finish(v)
+}
+
+/// Whether the compiled form may stand for the interpreter with these two ads: `my` must be a
+/// top-level ad (bare names would otherwise be looked up in its enclosing ads first) and the
+/// two ads must differ (matching an ad against itself swaps scopes in ways the compiled form
+/// does not model).
+pub(crate) fn applies(my: &ClassAd, target: &ClassAd) -> bool {
+    my.parent().is_none() && !my.is_detached() && !my.same_attrs(target)
+}
+
+/// Names that the interpreter resolves specially when an ad lacks them.
+fn is_special_bare(n: &Name) -> bool {
+    [
+        "my",
+        "self",
+        "target",
+        "parent",
+        "root",
+        "toplevel",
+        "currenttime",
+    ]
+    .iter()
+    .any(|s| n.is(s))
+}
+fn is_special_scoped(n: &Name) -> bool {
+    ["my", "self", "target", "parent"].iter().any(|s| n.is(s))
+}
+
+struct Compiler<'a> {
+    ad: &'a ClassAd,
+    /// Attribute expressions being compiled in place (a reference back to one is a cycle,
+    /// left to the interpreter, which reports it).
+    inlining: Vec<*const Expr>,
+}
+
+impl Compiler<'_> {
+    /// Compiles `e`, which the interpreter would evaluate with its depth counter at `depth`,
+    /// through `eval` (`by_ref` false) or through the operand path `eval_ref` (true), which
+    /// passes parentheses without counting them.
+    fn compile(&mut self, e: &Expr, depth: u32, by_ref: bool) -> Node {
+        if depth >= MAX_COMPILE_DEPTH {
+            return interp(e, depth);
+        }
+        // Inside `eval(e)` the counter is one more.
+        let inner = depth + 1;
+        match e {
+            Expr::Lit(v) => Node::Const(v.clone()),
+            Expr::Paren(x) => {
+                if by_ref {
+                    self.compile(x, depth, true)
+                } else {
+                    self.compile(x, inner, false)
+                }
+            }
+            // A match has a target, so the outermost scope is the match itself: undefined.
+            Expr::Abs(_) => Node::Const(Value::Undefined),
+            Expr::Attr(n) => match self.ad.lookup_name(n) {
+                Some(found) => self.own_attribute(found, inner),
+                None if is_special_bare(n) => interp(e, depth),
+                None => Node::Target {
+                    name: n.clone(),
+                    depth: inner,
+                },
+            },
+            Expr::Scoped(ScopeKw::My, _, n) => match self.ad.lookup_name(n) {
+                Some(found) => self.own_attribute(found, inner),
+                None if is_special_scoped(n) => interp(e, depth),
+                None => Node::Const(Value::Undefined),
+            },
+            Expr::Scoped(ScopeKw::Target, _, n) if !is_special_scoped(n) => Node::Target {
+                name: n.clone(),
+                depth: inner,
+            },
+            Expr::Binary(op, a, b) => {
+                let is_list_sensitive = matches!(op, BinOp::Is | BinOp::Isnt)
+                    && (list_kind(a).is_some() || list_kind(b).is_some());
+                if is_list_sensitive {
+                    return interp(e, depth);
+                }
+                let (a, b) = (self.compile(a, inner, true), self.compile(b, inner, true));
+                fold_binary(*op, a, b)
+            }
+            Expr::Unary(op, a) => match self.compile(a, inner, false) {
+                Node::Const(v) => Node::Const(ops::unary(*op, v)),
+                a => Node::Unary(*op, Box::new(a)),
+            },
+            Expr::Cond(c, m, x) => {
+                let c = self.compile(c, inner, false);
+                let m = m.as_ref().map(|m| Box::new(self.compile(m, inner, false)));
+                let x = self.compile(x, inner, false);
+                Node::Cond(Box::new(c), m, Box::new(x))
+            }
+            _ => interp(e, depth),
+        }
+    }
+
+    /// An attribute of the compiled ad, which the interpreter evaluates (through
+    /// `eval_found`) with its counter at `depth`: a literal is a constant, an expression is
+    /// compiled in place unless that would recurse.
+    fn own_attribute(&mut self, found: &Expr, depth: u32) -> Node {
+        if let Expr::Lit(v) = found {
+            return Node::Const(v.clone());
+        }
+        let key = found as *const Expr;
+        let inner = if self.inlining.contains(&key) {
+            // A cycle: the interpreter detects and reports it (as an error).
+            interp(found, depth)
+        } else {
+            self.inlining.push(key);
+            let n = self.compile(found, depth, false);
+            self.inlining.pop();
+            n
+        };
+        match inner {
+            // Nothing left to evaluate, so nothing that could meet this attribute again.
+            Node::Const(v) => Node::Const(v),
+            inner => Node::Attr {
+                key: key as usize,
+                inner: Box::new(inner),
+            },
+        }
+    }
+}
+
+fn interp(e: &Expr, depth: u32) -> Node {
+    Node::Interp {
+        expr: Box::new(e.clone()),
+        depth,
+    }
+}
+
+/// A binary node, folded when both operands are constants (`ops` gives the same answer at
+/// compile time as at run time) and when a constant left operand decides a short circuit.
+fn fold_binary(op: BinOp, a: Node, b: Node) -> Node {
+    match (op, &a, &b) {
+        (BinOp::And, Node::Const(x), _) if ops::bool_equiv(x) == Some(false) => {
+            Node::Const(Value::Bool(false))
+        }
+        (BinOp::Or, Node::Const(x), _) if ops::bool_equiv(x) == Some(true) => {
+            Node::Const(Value::Bool(true))
+        }
+        (BinOp::And | BinOp::Or, Node::Const(x), Node::Const(y)) => {
+            Node::Const(ops::logical(op, x, y))
+        }
+        (_, Node::Const(x), Node::Const(y)) if !matches!(op, BinOp::And | BinOp::Or) => {
+            Node::Const(ops::binary(op, x, y))
+        }
+        (BinOp::And | BinOp::Or, Node::Chain(o, _), _) if *o == op => match a {
+            Node::Chain(o, mut items) => {
+                items.push(b);
+                Node::Chain(o, items)
+            }
+            _ => unreachable!("matched a chain above"),
+        },
+        (BinOp::And | BinOp::Or, _, _) => Node::Chain(op, vec![a, b]),
+        _ => Node::Binary(op, Box::new(a), Box::new(b)),
+    }
+}
+
+/// `run` for an operand of a chain: leaves and binary operators on leaves (`TARGET.Memory >=
+/// 2048`, the bulk of real Requirements) without a call.
+#[inline(always)]
+fn operand<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Value {
+    match n {
+        Node::Const(v) => v,
+        Node::Target { name, depth } => target_attr(name, *depth, ctx, env, slot),
+        Node::Binary(op, a, b) => binary(*op, a, b, ctx, env, slot),
+        _ => run(n, ctx, env, slot),
+    }
+}
+
+/// `run` for a leaf: constants and target attributes without a call.
+#[inline(always)]
+fn leaf<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Value {
+    match n {
+        Node::Const(v) => v,
+        Node::Target { name, depth } => target_attr(name, *depth, ctx, env, slot),
+        _ => run(n, ctx, env, slot),
+    }
+}
+
+/// A strict binary operator (everything but `&&` and `||`).
+#[inline(always)]
+fn binary<'a>(
+    op: BinOp,
+    a: &'a Node,
+    b: &'a Node,
+    ctx: &Ctx,
+    env: Env<'a>,
+    slot: &'a mut Value,
+) -> &'a Value {
+    let (mut sa, mut sb) = (Value::Undefined, Value::Undefined);
+    let av = leaf(a, ctx, env, &mut sa);
+    let bv = leaf(b, ctx, env, &mut sb);
+    if op.is_comparison() {
+        if let Some(r) = quick_compare(op, av, bv) {
+            return if r { &TRUE } else { &FALSE };
+        }
+    }
+    *slot = ops::binary(op, av, bv);
+    slot
+}
+
+/// The value of attribute `name` of the target ad (undefined if it has none).
+#[inline(always)]
+fn target_attr<'a>(
+    name: &Name,
+    depth: u32,
+    ctx: &Ctx,
+    env: Env<'a>,
+    slot: &'a mut Value,
+) -> &'a Value {
+    let Some(t) = env.target else {
+        return &UNDEFINED;
+    };
+    match t.lookup_name(name) {
+        Some(found) => match &**found {
+            Expr::Lit(v) => v,
+            e => {
+                ctx.depth.set(depth);
+                *slot = eval_found(ctx, swapped(env, t), e);
+                slot
+            }
+        },
+        None => &UNDEFINED,
+    }
+}
+
+/// A comparison of two numbers or two strings, the common case, decided inline; `None`
+/// for anything `ops::binary` must judge.
+#[inline(always)]
+fn quick_compare(op: BinOp, a: &Value, b: &Value) -> Option<bool> {
+    use std::cmp::Ordering;
+    let ord = match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Real(x), Value::Real(y)) => x.partial_cmp(y)?,
+        (Value::Int(x), Value::Real(y)) => (*x as f64).partial_cmp(y)?,
+        (Value::Real(x), Value::Int(y)) => x.partial_cmp(&(*y as f64))?,
+        (Value::Str(x), Value::Str(y)) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+            return Some(crate::name::eq_ci(x, y) == (op == BinOp::Eq))
+        }
+        _ => return None,
+    };
+    Some(match op {
+        BinOp::Lt => ord == Ordering::Less,
+        BinOp::Le => ord != Ordering::Greater,
+        BinOp::Eq => ord == Ordering::Equal,
+        BinOp::Ne => ord != Ordering::Equal,
+        BinOp::Ge => ord != Ordering::Less,
+        BinOp::Gt => ord == Ordering::Greater,
+        _ => return None,
+    })
+}
+
+/// Evaluates a compiled node; constants and literal attributes of the target are borrowed,
+/// computed values are stored in `slot`.
+fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Value {
+    match n {
+        Node::Const(v) => v,
+        Node::Target { name, depth } => target_attr(name, *depth, ctx, env, slot),
+        Node::Interp { expr, depth } => {
+            ctx.depth.set(*depth);
+            *slot = eval(ctx, env, expr);
+            slot
+        }
+        Node::Binary(op, a, b) => binary(*op, a, b, ctx, env, slot),
+        Node::Chain(op, items) => {
+            // `ops::logical` on truth values: the same table, without building values.
+            let or = *op == BinOp::Or;
+            let stop = if or { Truth::T } else { Truth::F };
+            let mut acc = Truth::Other;
+            for (i, x) in items.iter().enumerate() {
+                let mut sx = Value::Undefined;
+                let v = truth(operand(x, ctx, env, &mut sx));
+                acc = if i == 0 { v } else { combine(or, acc, v) };
+                if acc == stop {
+                    return if or { &TRUE } else { &FALSE };
+                }
+            }
+            match acc {
+                Truth::T => &TRUE,
+                Truth::F => &FALSE,
+                Truth::U => &UNDEFINED,
+                Truth::E | Truth::Other => {
+                    *slot = Value::Error;
+                    slot
+                }
+            }
+        }
+        Node::Attr { key, inner } => {
+            let n = ctx.n_active.get();
+            if ctx.active[..n.min(ACTIVE)].iter().any(|a| a.get() == *key) {
+                *slot = ctx.fail();
+                return slot;
+            }
+            if let Some(a) = ctx.active.get(n) {
+                a.set(*key);
+            }
+            ctx.n_active.set(n + 1);
+            let v = run(inner, ctx, env, slot);
+            ctx.n_active.set(n);
+            v
+        }
+        Node::Unary(op, a) => {
+            let mut sa = Value::Undefined;
+            let av = run(a, ctx, env, &mut sa).clone();
+            *slot = ops::unary(*op, av);
+            slot
+        }
+        Node::Cond(c, m, x) => {
+            let mut sc = Value::Undefined;
+            let cv = run(c, ctx, env, &mut sc);
+            match m {
+                Some(m) => match ops::bool_equiv(cv) {
+                    Some(true) => run(m, ctx, env, slot),
+                    Some(false) => run(x, ctx, env, slot),
+                    None => match cv {
+                        Value::Undefined => &UNDEFINED,
+                        _ => {
+                            *slot = Value::Error;
+                            slot
+                        }
+                    },
+                },
+                None => match cv {
+                    Value::Undefined => run(x, ctx, env, slot),
+                    other => {
+                        *slot = other.clone();
+                        slot
+                    }
+                },
+            }
+        }
+    }
+}
+
+// The compiled form never reaches the interpreter's depth limit on its own.
+const _: () = assert!(MAX_COMPILE_DEPTH + 10 < MAX_EVAL_DEPTH);
+
+#[cfg(test)]
+mod tests {
+    use crate::matching::{matches, rank, requirements_value};
+    use crate::{parse_ad, parse_expr, ClassAd, Value};
+
+    fn interpreted(my: &ClassAd, target: &ClassAd) -> Option<Value> {
+        my.lookup("Requirements")
+            .map(|e| my.eval_expr_with(&e.clone(), Some(target)))
+    }
+
+    #[test]
+    fn a_changed_ad_is_recompiled_and_copies_keep_their_own() {
+        let mut job =
+            parse_ad("[ Requirements = TARGET.Memory >= RequestMemory; RequestMemory = 2048 ]")
+                .expect("job");
+        let slot = parse_ad("[ Memory = 4096 ]").expect("slot");
+        assert!(matches(&job, &slot));
+        let copy = job.clone();
+        job.insert_int("RequestMemory", 8192);
+        assert!(
+            !matches(&job, &slot),
+            "the old compiled form must not survive a change"
+        );
+        assert!(
+            matches(&copy, &slot),
+            "a copy made before the change keeps its value"
+        );
+        job.insert_expr_str("Requirements", "TARGET.Memory > 100")
+            .expect("parses");
+        assert!(matches(&job, &slot));
+        job.remove("Requirements");
+        assert!(!matches(&job, &slot), "no Requirements: no match");
+    }
+
+    #[test]
+    fn cycles_and_long_attribute_chains_give_the_interpreters_error() {
+        let target = parse_ad("[ x = 1 ]").expect("target");
+        let cyc = parse_ad("[ Requirements = a; a = b && true; b = a ]").expect("ad");
+        assert_eq!(requirements_value(&cyc, &target), Some(Value::Error));
+        assert!(!matches(&cyc, &target));
+        let mut chain = ClassAd::new();
+        chain.insert("Requirements", parse_expr("a0 > 0").expect("parses"));
+        for i in 0..3000 {
+            chain.insert(
+                &format!("a{i}"),
+                parse_expr(&format!("a{} + 1", i + 1)).expect("parses"),
+            );
+        }
+        chain.insert_int("a3000", 1);
+        let h = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                (
+                    requirements_value(&chain, &target),
+                    interpreted(&chain, &target),
+                )
+            })
+            .expect("spawn");
+        let (got, want) = h.join().expect("no stack overflow");
+        assert_eq!(got, want);
+        assert_eq!(got, Some(Value::Error), "past the depth limit");
+    }
+
+    #[test]
+    fn folding_keeps_error_and_undefined_semantics() {
+        let target = parse_ad("[ Cpus = 4; Name = \"slot1\" ]").expect("target");
+        for (req, want) in [
+            // A constant false left side decides `&&` without looking right.
+            ("false && TARGET.Cpus / 0", Value::Bool(false)),
+            // A constant false right side does not: error && false is error.
+            ("(TARGET.Cpus / 0 > 1) && false", Value::Error),
+            ("undefined && false", Value::Bool(false)),
+            ("undefined || TARGET.Cpus > 1", Value::Bool(true)),
+            ("\"x\" && true", Value::Error),
+            (
+                "MY.Missing =?= undefined && TARGET.Cpus == 4",
+                Value::Bool(true),
+            ),
+            ("Missing", Value::Undefined),
+            ("TARGET.Name == \"SLOT1\"", Value::Bool(true)),
+            ("4.0 == TARGET.Cpus", Value::Bool(true)),
+            ("TARGET.Cpus > real(\"nan\")", Value::Bool(false)),
+        ] {
+            let mut my = ClassAd::new();
+            my.insert("Requirements", parse_expr(req).expect(req));
+            assert_eq!(
+                requirements_value(&my, &target),
+                Some(want.clone()),
+                "{req}"
+            );
+            assert_eq!(interpreted(&my, &target), Some(want), "{req} (interpreter)");
+        }
+    }
+
+    #[test]
+    fn an_ad_matched_against_itself_uses_the_interpreter() {
+        let ad = parse_ad("[ Requirements = TARGET.x == MY.x && Rank > 1; x = 3; Rank = x ]")
+            .expect("ad");
+        assert_eq!(requirements_value(&ad, &ad), interpreted(&ad, &ad));
+        assert!(matches(&ad, &ad));
+        assert_eq!(rank(&ad, &ad), 3.0);
+    }
+}
