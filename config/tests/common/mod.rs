@@ -16,6 +16,13 @@ pub fn root() -> PathBuf {
          or point AERIE_REFERENCE_DIR at it)",
         root.display()
     );
+    // HTCondor reads the machine (NUM_CPUS, MEMORY...) from /proc: without it mounted in the
+    // chroot its defaults differ from ours ("NUM_CPUS: 0 vs 2") for no fault of either side.
+    assert!(
+        root.join("proc/self/status").exists(),
+        "{}/proc is not mounted (scripts/test.sh unmounts it when it ends): run `scripts/reference.sh htcondor` to mount it again",
+        root.display()
+    );
     root
 }
 
