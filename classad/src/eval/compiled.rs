@@ -321,6 +321,23 @@ fn operand<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a
     }
 }
 
+/// A leaf's value when it is a literal (a constant or a target attribute holding one, or
+/// missing: undefined); `None` when it needs evaluating.
+#[inline(always)]
+fn literal<'a>(n: &'a Node, env: Env<'a>) -> Option<&'a Value> {
+    match n {
+        Node::Const(v) => Some(v),
+        Node::Target { name, .. } => match env.target?.lookup_name(name) {
+            Some(found) => match &**found {
+                Expr::Lit(v) => Some(v),
+                _ => None,
+            },
+            None => Some(&UNDEFINED),
+        },
+        _ => None,
+    }
+}
+
 /// `run` for a leaf: constants and target attributes without a call.
 #[inline(always)]
 fn leaf<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Value {
@@ -341,6 +358,18 @@ fn binary<'a>(
     env: Env<'a>,
     slot: &'a mut Value,
 ) -> &'a Value {
+    // Both operands literal (a constant, or a target attribute holding a literal): no
+    // evaluation and nothing to hold. Lookups have no side effects, so looking again on
+    // the general path below changes nothing but time.
+    if let (Some(av), Some(bv)) = (literal(a, env), literal(b, env)) {
+        if op.is_comparison() {
+            if let Some(r) = quick_compare(op, av, bv) {
+                return if r { &TRUE } else { &FALSE };
+            }
+        }
+        *slot = ops::binary(op, av, bv);
+        return slot;
+    }
     let (mut sa, mut sb) = (Value::Undefined, Value::Undefined);
     let av = leaf(a, ctx, env, &mut sa);
     let bv = leaf(b, ctx, env, &mut sb);
@@ -422,8 +451,8 @@ fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Val
             let stop = if or { Truth::T } else { Truth::F };
             let mut acc = Truth::Other;
             for (i, x) in items.iter().enumerate() {
-                let mut sx = Value::Undefined;
-                let v = truth(operand(x, ctx, env, &mut sx));
+                // `slot` is free until the end: each element's value is used up at once.
+                let v = truth(operand(x, ctx, env, &mut *slot));
                 acc = if i == 0 { v } else { combine(or, acc, v) };
                 if acc == stop {
                     return if or { &TRUE } else { &FALSE };
