@@ -113,19 +113,20 @@ impl Index {
 
 /// Linear probing from `hash` in a table of entry numbers (0 = empty, else index + 1).
 #[inline(always)]
-fn probe<T: Copy + Into<u32>>(
+/// Returns the entry's index and the entry.
+fn probe<'a, T: Copy + Into<u32>>(
     table: &[T],
-    entries: &[Arc<Attr>],
+    entries: &'a [Arc<Attr>],
     name: &str,
     hash: u64,
-) -> Option<usize> {
+) -> Option<(usize, &'a Attr)> {
     let mask = table.len().wrapping_sub(1);
     let mut i = (hash as usize) & mask;
     loop {
-        let slot = (*table.get(i)?).into() as usize;
-        let a = entries.get(slot.wrapping_sub(1))?;
+        let idx = ((*table.get(i)?).into() as usize).wrapping_sub(1);
+        let a = entries.get(idx)?;
         if a.name.hash() == hash && crate::name::eq_ci(a.name.as_str(), name) {
-            return Some(slot - 1);
+            return Some((idx, a));
         }
         i = (i + 1) & mask;
     }
@@ -134,6 +135,11 @@ fn probe<T: Copy + Into<u32>>(
 impl Attrs {
     #[inline(always)]
     pub(crate) fn find(&self, name: &str, hash: u64) -> Option<usize> {
+        self.find_attr(name, hash).map(|(i, _)| i)
+    }
+
+    #[inline(always)]
+    fn find_attr(&self, name: &str, hash: u64) -> Option<(usize, &Attr)> {
         match &self.table {
             Index::Narrow(t) => probe(t, &self.entries, name, hash),
             Index::Wide(t) => probe(t, &self.entries, name, hash),
@@ -308,12 +314,9 @@ impl ClassAd {
 
     #[inline]
     pub(crate) fn lookup_name(&self, name: &Name) -> Option<&Arc<Expr>> {
-        let attrs = &*self.attrs;
-        let found = match &attrs.table {
-            Index::Narrow(t) => probe(t, &attrs.entries, name.as_str(), name.hash()),
-            Index::Wide(t) => probe(t, &attrs.entries, name.as_str(), name.hash()),
-        };
-        found.and_then(|i| attrs.entries.get(i)).map(|a| &a.expr)
+        self.attrs
+            .find_attr(name.as_str(), name.hash())
+            .map(|(_, a)| &a.expr)
     }
 
     pub fn contains(&self, name: &str) -> bool {

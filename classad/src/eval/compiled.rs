@@ -321,6 +321,22 @@ fn operand<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a
     }
 }
 
+/// `truth(operand(..))` for an element of a chain, with a comparison of two literals (the
+/// usual element) decided without going through a value.
+#[inline(always)]
+fn element_truth<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> Truth {
+    if let Node::Binary(op, a, b) = n {
+        if op.is_comparison() {
+            if let (Some(av), Some(bv)) = (literal(a, env), literal(b, env)) {
+                if let Some(r) = quick_compare(*op, av, bv) {
+                    return if r { Truth::T } else { Truth::F };
+                }
+            }
+        }
+    }
+    truth(operand(n, ctx, env, slot))
+}
+
 /// A leaf's value when it is a literal (a constant or a target attribute holding one, or
 /// missing: undefined); `None` when it needs evaluating.
 #[inline(always)]
@@ -452,7 +468,7 @@ fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Val
             let mut acc = Truth::Other;
             for (i, x) in items.iter().enumerate() {
                 // `slot` is free until the end: each element's value is used up at once.
-                let v = truth(operand(x, ctx, env, &mut *slot));
+                let v = element_truth(x, ctx, env, &mut *slot);
                 acc = if i == 0 { v } else { combine(or, acc, v) };
                 if acc == stop {
                     return if or { &TRUE } else { &FALSE };
