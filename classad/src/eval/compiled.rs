@@ -304,6 +304,13 @@ fn fold_binary(op: BinOp, a: Node, b: Node) -> Node {
             }
             _ => unreachable!("matched a chain above"),
         },
+        // `true && x` is x seen as a truth value (error if it is not one), which a chain
+        // of the single element x gives; likewise `false || x`.
+        (BinOp::And | BinOp::Or, Node::Const(x), _)
+            if ops::bool_equiv(x) == Some(op == BinOp::And) =>
+        {
+            Node::Chain(op, vec![b])
+        }
         (BinOp::And | BinOp::Or, _, _) => Node::Chain(op, vec![a, b]),
         _ => Node::Binary(op, Box::new(a), Box::new(b)),
     }
@@ -616,6 +623,12 @@ mod tests {
             ("TARGET.Name == \"SLOT1\"", Value::Bool(true)),
             ("4.0 == TARGET.Cpus", Value::Bool(true)),
             ("TARGET.Cpus > real(\"nan\")", Value::Bool(false)),
+            // `true && x` is x as a truth value, not x.
+            ("true && TARGET.Name", Value::Error),
+            ("true && TARGET.Cpus", Value::Bool(true)),
+            ("false || TARGET.Missing", Value::Undefined),
+            ("(true && TARGET.Name) && true", Value::Error),
+            ("true && (TARGET.Cpus - 4.0)", Value::Bool(false)),
         ] {
             let mut my = ClassAd::new();
             my.insert("Requirements", parse_expr(req).expect(req));
