@@ -446,6 +446,7 @@ fn subsystem_and_local_name_prefixes() {
 #[test]
 fn catalogue_defaults_match_htcondor() {
     use aerie_config::{DefaultKind, CATALOGUE};
+    require_proc();
     let null = null_dump();
     let mut checked = 0;
     for k in CATALOGUE.iter().filter(|k| !k.is_pattern()) {

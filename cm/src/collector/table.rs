@@ -4,6 +4,7 @@ use classad::{ClassAd, Expr, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 /// The ad types HTCondor's collector keeps apart. Anything else is kept by its `MyType`
 /// (HTCondor's generic ads).
@@ -306,12 +307,13 @@ pub struct ReplicatedAd<'a> {
 #[derive(Debug, Default)]
 pub struct AdTable {
     params: CollectorParams,
-    ads: BTreeMap<AdKey, Entry>,
+    /// Keys are shared with `by_text` (one allocation per ad for both).
+    ads: BTreeMap<Arc<AdKey>, Entry>,
     /// Hash of the exact text of each live ad's last update -> its key. Most updates repeat
     /// the previous text; this recognises them without parsing. The hasher is foldhash with
     /// a per-table random seed (several times faster than SipHash on 1-2 KB ads), so a sender
     /// cannot craft collisions without knowing the seed.
-    by_text: HashMap<u64, AdKey>,
+    by_text: HashMap<u64, Arc<AdKey>>,
     hasher: foldhash::fast::RandomState,
     /// Parsed attribute lines shared between ads: slot ads repeat most of their lines, so
     /// this saves both parsing and memory (the stored ads share the expressions).
@@ -390,6 +392,7 @@ impl AdTable {
             .range(AdKey::new(ad_type.clone(), name, "")..)
             .next()
             .filter(|(k, _)| k.ad_type == *ad_type && k.name == name)
+            .map(|(k, e)| (&**k, e))
     }
 
     /// The stored ad of `ad_type` named `name` (the first one, if several daemons at
@@ -493,7 +496,7 @@ impl AdTable {
                         Source::Local => version.time = version.time.max(e.version.time),
                     }
                     e.version = version;
-                    return Ok(Some((key.clone(), Update::Unchanged)));
+                    return Ok(Some((AdKey::clone(key), Update::Unchanged)));
                 }
             }
         }
@@ -576,8 +579,12 @@ impl AdTable {
         if let Some(old) = self.ads.get(&key).and_then(|e| e.text_hash) {
             self.by_text.remove(&old);
         }
+        let shared = match self.ads.get_key_value(&key) {
+            Some((k, _)) => k.clone(),
+            None => Arc::new(key.clone()),
+        };
         if let Some(h) = text_hash {
-            self.by_text.insert(h, key.clone());
+            self.by_text.insert(h, shared.clone());
         }
         let fresh = Entry {
             ad,
@@ -604,7 +611,7 @@ impl AdTable {
                 }
             }
             None => {
-                self.ads.insert(key.clone(), fresh);
+                self.ads.insert(shared, fresh);
                 Update::New
             }
         };
@@ -624,7 +631,7 @@ impl AdTable {
             .ads
             .range(AdKey::new(ad_type.clone(), name, "")..)
             .take_while(|(k, _)| k.ad_type == *ad_type && k.name == name)
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| AdKey::clone(k))
             .collect();
         let mut out = Vec::new();
         for key in keys {
@@ -688,7 +695,7 @@ impl AdTable {
                 Some(since) => expire_after > 0 && now - since > expire_after,
                 None => now - e.updated() > e.lifetime,
             })
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| AdKey::clone(k))
             .collect();
         for key in due {
             let Some(e) = self.ads.get(&key) else {
@@ -725,9 +732,10 @@ impl AdTable {
             Some(t) => Box::new(
                 self.ads
                     .range(AdKey::new(t.clone(), "", "")..)
-                    .take_while(move |(k, _)| &k.ad_type == t),
+                    .take_while(move |(k, _)| &k.ad_type == t)
+                    .map(|(k, e)| (&**k, e)),
             ),
-            None => Box::new(self.ads.iter()),
+            None => Box::new(self.ads.iter().map(|(k, e)| (&**k, e))),
         };
         for (_, e) in iter {
             if e.absent_since.is_some() && !want_absent {
@@ -792,7 +800,7 @@ impl AdTable {
             .iter()
             .filter(|(_, e)| e.absent_since.is_none())
             .map(|(k, e)| DigestEntry {
-                key: k.clone(),
+                key: AdKey::clone(k),
                 version: e.version,
                 deleted: false,
             });
@@ -823,7 +831,7 @@ impl AdTable {
             }
         }
         for (k, e) in &self.ads {
-            if e.absent_since.is_none() && !seen.contains(k) {
+            if e.absent_since.is_none() && !seen.contains(&**k) {
                 diff.newer.extend(self.relay_item(k));
             }
         }
@@ -836,7 +844,7 @@ impl AdTable {
             .iter()
             .filter_map(|(k, e)| {
                 e.absent_since.map(|since| HiddenAd {
-                    key: k.clone(),
+                    key: AdKey::clone(k),
                     offline: e.offline,
                     replicated: e.replicated,
                     since,
@@ -901,7 +909,7 @@ impl AdTable {
             }
             let lifetime = self.params.classad_lifetime;
             self.ads.insert(
-                key,
+                Arc::new(key),
                 Entry {
                     ad,
                     private,
@@ -921,9 +929,9 @@ impl AdTable {
             .ads
             .iter()
             .filter(|(k, e)| {
-                e.absent_since.is_some_and(|s| s < pending_until) && !keep.contains(*k)
+                e.absent_since.is_some_and(|s| s < pending_until) && !keep.contains(&**k)
             })
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| AdKey::clone(k))
             .collect();
         for k in stale {
             self.remove(&k);

@@ -16,14 +16,19 @@ pub fn root() -> PathBuf {
          or point AERIE_REFERENCE_DIR at it)",
         root.display()
     );
-    // HTCondor reads the machine (NUM_CPUS, MEMORY...) from /proc: without it mounted in the
-    // chroot its defaults differ from ours ("NUM_CPUS: 0 vs 2") for no fault of either side.
+    root
+}
+
+/// Fails, naming the cause, when the chroot's /proc is not mounted: HTCondor reads the
+/// machine (NUM_CPUS, MEMORY...) from it, and without it its defaults differ from ours
+/// ("NUM_CPUS: 0 vs 2") for no fault of either side.
+pub fn require_proc() {
+    let root = root();
     assert!(
         root.join("proc/self/status").exists(),
         "{}/proc is not mounted (scripts/test.sh unmounts it when it ends): run `scripts/reference.sh htcondor` to mount it again",
         root.display()
     );
-    root
 }
 
 /// A pair of scratch trees with the same files: one inside the chroot for HTCondor
