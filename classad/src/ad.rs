@@ -405,6 +405,13 @@ impl ClassAd {
             .get_or_init(|| Box::new(Matcher::compile(self)))
     }
 
+    /// The entry named `name` and its index in [`ClassAd::entries`].
+    #[inline]
+    pub(crate) fn find_attr(&self, name: &Name) -> Option<(usize, &Attr)> {
+        self.attrs.find_attr(name.as_str(), name.hash())
+    }
+
+    #[inline]
     pub(crate) fn entries(&self) -> &[Arc<Attr>] {
         &self.attrs.entries
     }

@@ -22,8 +22,10 @@
 use super::{eval, eval_found, list_kind, ops, swapped, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH};
 use crate::ad::ClassAd;
 use crate::expr::{BinOp, Expr, ScopeKw, UnOp};
-use crate::name::Name;
+use crate::name::{eq_ci, Name};
 use crate::value::Value;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 static UNDEFINED: Value = Value::Undefined;
 static FALSE: Value = Value::Bool(false);
@@ -41,7 +43,7 @@ enum Node {
     /// does not have (matchmaking's fallback). Missing: undefined. `depth` is the interpreter's
     /// depth when it evaluates the attribute found.
     Target {
-        name: Name,
+        name: TargetName,
         depth: u32,
     },
     /// Evaluated by the interpreter, starting at `depth`.
@@ -62,6 +64,40 @@ enum Node {
         key: usize,
         inner: Box<Node>,
     },
+}
+
+/// A name looked up in target ads, with the position where it was found last: ads of one
+/// pool list their attributes in the same order (one startd configuration, one collector
+/// cache), so the next target usually has it at the same index, which is checked before
+/// the hash table is probed. A hint only: a wrong guess costs one comparison.
+#[derive(Debug)]
+struct TargetName {
+    name: Name,
+    guess: AtomicU32,
+}
+
+impl TargetName {
+    fn new(name: &Name) -> Self {
+        TargetName {
+            name: name.clone(),
+            guess: AtomicU32::new(0),
+        }
+    }
+
+    #[inline(always)]
+    fn lookup<'a>(&self, t: &'a ClassAd) -> Option<&'a Arc<Expr>> {
+        let guess = self.guess.load(Ordering::Relaxed) as usize;
+        if let Some(a) = t.entries().get(guess) {
+            if a.name.hash() == self.name.hash() && eq_ci(a.name.as_str(), self.name.as_str()) {
+                return Some(&a.expr);
+            }
+        }
+        let (i, a) = t.find_attr(&self.name)?;
+        if let Ok(i) = u32::try_from(i) {
+            self.guess.store(i, Ordering::Relaxed);
+        }
+        Some(&a.expr)
+    }
 }
 
 /// An ad's compiled `Requirements` and `Rank` (None: the ad has no such attribute).
@@ -210,7 +246,7 @@ impl Compiler<'_> {
                 Some(found) => self.own_attribute(found, inner),
                 None if is_special_bare(n) => interp(e, depth),
                 None => Node::Target {
-                    name: n.clone(),
+                    name: TargetName::new(n),
                     depth: inner,
                 },
             },
@@ -220,7 +256,7 @@ impl Compiler<'_> {
                 None => Node::Const(Value::Undefined),
             },
             Expr::Scoped(ScopeKw::Target, _, n) if !is_special_scoped(n) => Node::Target {
-                name: n.clone(),
+                name: TargetName::new(n),
                 depth: inner,
             },
             Expr::Binary(op, a, b) => {
@@ -350,7 +386,7 @@ fn element_truth<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) 
 fn literal<'a>(n: &'a Node, env: Env<'a>) -> Option<&'a Value> {
     match n {
         Node::Const(v) => Some(v),
-        Node::Target { name, .. } => match env.target?.lookup_name(name) {
+        Node::Target { name, .. } => match name.lookup(env.target?) {
             Some(found) => match &**found {
                 Expr::Lit(v) => Some(v),
                 _ => None,
@@ -408,7 +444,7 @@ fn binary<'a>(
 /// The value of attribute `name` of the target ad (undefined if it has none).
 #[inline(always)]
 fn target_attr<'a>(
-    name: &Name,
+    name: &TargetName,
     depth: u32,
     ctx: &Ctx,
     env: Env<'a>,
@@ -417,7 +453,7 @@ fn target_attr<'a>(
     let Some(t) = env.target else {
         return &UNDEFINED;
     };
-    match t.lookup_name(name) {
+    match name.lookup(t) {
         Some(found) => match &**found {
             Expr::Lit(v) => v,
             e => {
@@ -638,6 +674,30 @@ mod tests {
                 "{req}"
             );
             assert_eq!(interpreted(&my, &target), Some(want), "{req} (interpreter)");
+        }
+    }
+
+    #[test]
+    fn the_remembered_position_of_a_target_attribute_is_only_a_hint() {
+        let job = parse_ad("[ Requirements = TARGET.Memory >= 2048 && TARGET.Arch == \"X86_64\" ]")
+            .expect("job");
+        // The same attributes in other orders, one target without Memory, one where the
+        // remembered index holds a different attribute of the same length.
+        let targets = [
+            ("[ Memory = 4096; Arch = \"X86_64\" ]", true),
+            ("[ Arch = \"X86_64\"; Memory = 1024 ]", false),
+            ("[ Arch = \"X86_64\"; Memory = 8192 ]", true),
+            ("[ Arch = \"X86_64\" ]", false),
+            ("[ Memorz = 9999; Arch = \"X86_64\"; Memory = 2048 ]", true),
+            ("[ Memory = 100; ARCH = \"x86_64\" ]", false),
+            ("[ x = 1; y = 2; memory = 2048; arch = \"x86_64\" ]", true),
+        ];
+        for _ in 0..2 {
+            for (text, want) in targets {
+                let slot = parse_ad(text).expect("slot");
+                assert_eq!(matches(&job, &slot), want, "{text}");
+                assert_eq!(requirements_value(&job, &slot), interpreted(&job, &slot));
+            }
         }
     }
 
