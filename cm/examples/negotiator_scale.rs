@@ -173,10 +173,20 @@ fn main() {
     cpu.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let o = last.expect("at least one run");
     times.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    // Outcome digest (every match: job, slot, reason, preempted submitter), so that a speed
+    // change can be checked to leave the outcome exactly as it was.
+    let digest = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for m in &o.matches {
+            (&m.job, &m.slot, m.reason as u8, &m.preempts, &m.submitter).hash(&mut h);
+        }
+        h.finish()
+    };
     println!(
         "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} pslots={pslots}: \
          matches={} preemptions={} autoclusters={} slot_classes={} pie_spins={} \
-         cycle wall min={:.3}s median={:.3}s, cpu min={:.2}s median={:.2}s (build {:.2}s)",
+         cycle wall min={:.3}s median={:.3}s, cpu min={:.2}s median={:.2}s (build {:.2}s) digest={digest:016x}",
         o.matches.len(),
         o.matches.iter().filter(|m| m.preempts.is_some()).count(),
         o.stats.get("LastNegotiationCycleAutoclusters0").copied().unwrap_or(0.0),

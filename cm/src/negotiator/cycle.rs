@@ -19,7 +19,15 @@
 //! * fractional slices: a submitter may exceed its slice once per spin if it has matched
 //!   nothing yet in that spin (HTCondor's "round up once" rule), so no crumbs are left;
 //! * a job larger than the remaining slice is skipped in favour of smaller candidate slots;
-//! * Rank preemption is not limited by the submitter limit;
+//! * startd-rank preemption (HTCondor 23.9.6 negotiateWithGroup / negotiate /
+//!   matchmakingAlgorithm): in the first spin with `NEGOTIATOR_CONSIDER_PREEMPTION` a
+//!   submitter over its limit keeps negotiating with only_consider_startd_rank, offered only
+//!   claimed slots where `MY.Rank > MY.CurrentRank` is true (undefined is not true;
+//!   `PreemptingRank` stands in for `CurrentRank`); the first request of an autocluster (a
+//!   fresh scan) is never held to the submitter limit for such a slot, but further requests of
+//!   the same autocluster are answered from HTCondor's cached MatchList, whose pop holds every
+//!   preempting candidate to the submitter limit or, failing that, the unclaimed limit (see
+//!   `turn`); priority preemption also needs `MY.Rank >= MY.CurrentRank`;
 //! * priority preemption does not itself compare EUPs: `PREEMPTION_REQUIREMENTS` decides
 //!   (HTCondor's default is False, so there is none unless configured);
 //! * a partitionable slot can be matched several times per cycle: each match carves a
@@ -34,6 +42,7 @@ use crate::accountant::{assign_group, Accountant};
 use classad::{ClassAd, Expr, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hasher;
+use std::rc::Rc;
 
 /// Runs one negotiation cycle. Pure and deterministic.
 pub fn negotiate(
@@ -55,7 +64,10 @@ struct Slot {
     pslot: bool,
     weight: f64,
     remote: Option<usize>,
-    current_rank: f64,
+    /// `CurrentRank` (set from `PreemptingRank` when there is one, as HTCondor's
+    /// addRemoteUserPrios does) when it is a number; `None` makes the rank conditions
+    /// evaluate in full (an undefined CurrentRank never lets the startd prefer a job).
+    current_rank: Option<f64>,
     running_limits: Vec<(String, f64)>,
     class: usize,
     taken: bool,
@@ -92,7 +104,9 @@ struct PairEval {
     job_rank: f64,
     pre: f64,
     post: f64,
-    slot_rank: f64,
+    /// The slot's Rank of the job when it evaluates to a number (`MY.Rank` in the rank
+    /// conditions); `None` when it is undefined or not a number.
+    slot_rank: Option<f64>,
     req: (f64, f64, f64),
 }
 
@@ -102,7 +116,10 @@ struct PairEval {
 struct Bucket {
     keys: [f64; 5],
     class: usize,
-    slots: Vec<u32>,
+    /// A class of static slots shares the class's member list (it never changes, slots are
+    /// only taken), so that listing candidates costs nothing per slot; partitionable classes
+    /// and single slots get their own list.
+    slots: Rc<Vec<u32>>,
     /// Entries before this index are known to be taken.
     cursor: usize,
 }
@@ -136,17 +153,22 @@ struct Cycle<'a> {
     hgq: bool,
     names: Vec<(String, u64)>,
     slot_classes: Interner,
-    pair_cache: HashMap<(usize, usize), Option<PairEval>>,
-    cand_lists: HashMap<usize, Vec<Bucket>>,
+    pair_cache: HashMap<(usize, usize), Option<PairEval>, FxBuild>,
+    cand_lists: HashMap<usize, Vec<Bucket>, FxBuild>,
     /// Idle (unclaimed or partitionable) slots per class; busy slots are listed in `busy`.
-    class_members: Vec<Vec<u32>>,
+    class_members: Vec<Rc<Vec<u32>>>,
+    /// Per class of static slots: members before this index are taken.
+    class_first: Vec<usize>,
     busy: Vec<u32>,
-    job_views: HashMap<usize, ClassAd>,
+    job_views: HashMap<usize, ClassAd, FxBuild>,
     /// Set while the `<none>` round runs with the submitters of `GROUP_AUTOREGROUP` groups
     /// added: their jobs then see `SubmitterAutoregroup = true`.
     autoregroup_round: bool,
     volatile: bool,
     limit_usage: LimitUsage,
+    /// `MY.Rank > MY.CurrentRank` and `MY.Rank >= MY.CurrentRank` (see `rank_cond`).
+    rank_cond_gt: Expr,
+    rank_cond_ge: Expr,
     matches: Vec<Match>,
     rejections: BTreeMap<(i64, i64), String>,
     total_weight: f64,
@@ -183,14 +205,19 @@ impl<'a> Cycle<'a> {
             hgq,
             names: Vec::new(),
             slot_classes: Interner::default(),
-            pair_cache: HashMap::new(),
-            cand_lists: HashMap::new(),
+            pair_cache: HashMap::default(),
+            cand_lists: HashMap::default(),
             class_members: Vec::new(),
+            class_first: Vec::new(),
             busy: Vec::new(),
-            job_views: HashMap::new(),
+            job_views: HashMap::default(),
             autoregroup_round: false,
             volatile: false,
             limit_usage: LimitUsage::default(),
+            rank_cond_gt: classad::parse_expr("MY.Rank > MY.CurrentRank")
+                .expect("constant expression parses"),
+            rank_cond_ge: classad::parse_expr("MY.Rank >= MY.CurrentRank")
+                .expect("constant expression parses"),
             matches: Vec::new(),
             rejections: BTreeMap::new(),
             total_weight: 0.0,
@@ -251,143 +278,18 @@ impl<'a> Cycle<'a> {
         if !self.cfg.use_slot_weights {
             return 1.0;
         }
-        match ad.lookup("SlotWeight") {
-            Some(_) => eval_num(ad, "SlotWeight").unwrap_or(1.0),
-            None => eval_num(ad, "Cpus").unwrap_or(1.0),
+        static NAMES: std::sync::OnceLock<(HName, HName)> = std::sync::OnceLock::new();
+        let (w, c) = NAMES.get_or_init(|| (HName::new("SlotWeight"), HName::new("Cpus")));
+        match w.lookup(ad) {
+            Some(_) => num_h(ad, w).unwrap_or(1.0),
+            None => num_h(ad, c).unwrap_or(1.0),
         }
     }
 
     /// Steps 1 and 2: slots, submitters, jobs, autoclusters, classes.
     fn prepare(&mut self) {
         let cfg = self.cfg;
-        // --- slots
-        let mut kept: Vec<(usize, ClassAd)> = Vec::new();
-        for (i, ad) in self.input.slots.iter().enumerate() {
-            if eval_bool(ad, "Absent") == Some(true) || eval_bool(ad, "Offline") == Some(true) {
-                self.trimmed += 1;
-                continue;
-            }
-            if let Some(c) = &cfg.slot_constraint {
-                if !ad.eval_expr_with(c, None).is_true() {
-                    self.trimmed += 1;
-                    continue;
-                }
-            }
-            kept.push((i, ad.clone()));
-        }
-        // Pie size: everything the negotiator owns, busy or not (HTCondor sums SlotWeight
-        // before trimming claimed slots).
-        for (_, ad) in &kept {
-            let w = self.slot_weight(ad);
-            self.total_weight += w;
-            if w > 0.0 {
-                self.min_weight = self.min_weight.min(w);
-            }
-        }
-        if self.min_weight == f64::MAX {
-            self.min_weight = 1.0;
-        }
-        // Usage from claimed slots and running concurrency limits.
-        let mut slots = Vec::new();
-        for (i, ad) in kept {
-            let state = eval_str(&ad, "State").unwrap_or_default();
-            let activity = eval_str(&ad, "Activity").unwrap_or_default();
-            let pslot = eval_bool(&ad, "PartitionableSlot") == Some(true);
-            let weight = self.slot_weight(&ad);
-            let claimed = state == "Claimed" || state == "Preempting";
-            let remote_name = if claimed && !pslot {
-                eval_str(&ad, "PreemptingAccountingGroup")
-                    .or_else(|| eval_str(&ad, "PreemptingUser"))
-                    .or_else(|| eval_str(&ad, "AccountingGroup"))
-                    .or_else(|| eval_str(&ad, "RemoteUser"))
-            } else {
-                None
-            };
-            let remote = remote_name.map(|n| self.sub_for(&n));
-            let running_limits = if claimed {
-                eval_str(&ad, "ConcurrencyLimits")
-                    .and_then(|s| parse_limits(&s).ok())
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            if let Some(r) = remote {
-                self.subs[r].usage += weight;
-            }
-            self.limit_usage.add(&running_limits);
-            // Trimming (after counting usage).
-            if claimed && !pslot {
-                if !cfg.consider_preemption || activity == "Idle" || state == "Preempting" {
-                    self.trimmed += 1;
-                    continue;
-                }
-                if eval_num(&ad, "RetirementTimeRemaining").unwrap_or(0.0) > 0.0 {
-                    self.trimmed += 1;
-                    continue;
-                }
-            } else if !pslot && state != "Unclaimed" && !state.is_empty() {
-                // Owner, Matched, Drained, Backfill...: their Requirements are False anyway.
-                if state != "Backfill" {
-                    self.trimmed += 1;
-                    continue;
-                }
-            }
-            let current_rank = eval_num(&ad, "PreemptingRank")
-                .or_else(|| eval_num(&ad, "CurrentRank"))
-                .unwrap_or(0.0);
-            let name = eval_str(&ad, "Name").unwrap_or_else(|| format!("slot#{i}"));
-            slots.push(Slot {
-                input: i,
-                ad,
-                name,
-                pslot,
-                weight,
-                remote,
-                current_rank,
-                running_limits,
-                class: 0,
-                taken: false,
-                version: 0,
-            });
-        }
-        // --- jobs
-        let mut jobs = Vec::new();
-        for (i, ad) in self.input.jobs.iter().enumerate() {
-            let cluster = eval_num(ad, "ClusterId")
-                .map(|v| v as i64)
-                .unwrap_or(i as i64);
-            let proc = eval_num(ad, "ProcId").map(|v| v as i64).unwrap_or(0);
-            let status = eval_num(ad, "JobStatus").unwrap_or(1.0) as i64;
-            if status != 1 {
-                continue; // only idle jobs negotiate
-            }
-            let sname = match job_submitter(ad) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.rejections.insert((cluster, proc), e);
-                    continue;
-                }
-            };
-            let s = self.sub_for(&sname);
-            let request_weight = eval_num(ad, "RequestCpus").unwrap_or(1.0).max(0.0);
-            jobs.push(Job {
-                index: i,
-                cluster,
-                proc,
-                submitter: s,
-                ac: 0,
-                order: job_order(ad, cluster, proc),
-                limits: job_limits(ad),
-                request_weight: if cfg.use_slot_weights {
-                    request_weight
-                } else {
-                    1.0
-                },
-            });
-        }
-        for s in &mut self.subs {
-            s.usage_before = s.usage;
-        }
+        let sn = SlotNames::new();
         // --- significant names (for slot classes and autoclusters)
         let mut names: BTreeSet<String> = BTreeSet::new();
         for root in [
@@ -424,10 +326,9 @@ impl<'a> Cycle<'a> {
         let mut memo: HashMap<u64, std::rc::Rc<(Vec<String>, Vec<String>)>> = HashMap::new();
         let mut fingerprints: HashSet<u64> = HashSet::new();
         let roots: Vec<String> = names.iter().cloned().collect();
-        let mut visit = |ad: &ClassAd, names: &mut BTreeSet<String>| -> u64 {
-            let fp = nonliteral_fingerprint(ad);
+        let mut visit = |ad: &ClassAd, fp: u64, names: &mut BTreeSet<String>| {
             if !fingerprints.insert(fp) {
-                return fp;
+                return;
             }
             let mut todo: Vec<String> = roots.clone();
             let mut seen: HashSet<String> = HashSet::new();
@@ -457,15 +358,107 @@ impl<'a> Cycle<'a> {
                     }
                 }
             }
-            fp
         };
-        for s in &slots {
-            visit(&s.ad, &mut names);
+        // --- slots: one pass over each slot ad (they are read again only for classes)
+        let mut slots = Vec::new();
+        for (i, ad) in self.input.slots.iter().enumerate() {
+            if bool_h(ad, &sn.absent) == Some(true) || bool_h(ad, &sn.offline) == Some(true) {
+                self.trimmed += 1;
+                continue;
+            }
+            if let Some(c) = &cfg.slot_constraint {
+                if !ad.eval_expr_with(c, None).is_true() {
+                    self.trimmed += 1;
+                    continue;
+                }
+            }
+            // Pie size: everything the negotiator owns, busy or not (HTCondor sums SlotWeight
+            // before trimming claimed slots).
+            let weight = self.slot_weight(ad);
+            self.total_weight += weight;
+            if weight > 0.0 {
+                self.min_weight = self.min_weight.min(weight);
+            }
+            // Usage from claimed slots and running concurrency limits.
+            let state = str_h(ad, &sn.state).unwrap_or_default();
+            let activity = str_h(ad, &sn.activity).unwrap_or_default();
+            let pslot = bool_h(ad, &sn.partitionable) == Some(true);
+            let claimed = state == "Claimed" || state == "Preempting";
+            let remote_name = if claimed && !pslot {
+                str_h(ad, &sn.preempting_group)
+                    .or_else(|| str_h(ad, &sn.preempting_user))
+                    .or_else(|| str_h(ad, &sn.accounting_group))
+                    .or_else(|| str_h(ad, &sn.remote_user))
+                    .map(|n| n.into_owned())
+            } else {
+                None
+            };
+            let remote = remote_name.map(|n| self.sub_for(&n));
+            let running_limits = if claimed {
+                str_h(ad, &sn.limits)
+                    .and_then(|s| parse_limits(&s).ok())
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            if let Some(r) = remote {
+                self.subs[r].usage += weight;
+            }
+            self.limit_usage.add(&running_limits);
+            // Trimming (after counting usage).
+            if claimed && !pslot {
+                if !cfg.consider_preemption || activity == "Idle" || state == "Preempting" {
+                    self.trimmed += 1;
+                    continue;
+                }
+                if num_h(ad, &sn.retirement).unwrap_or(0.0) > 0.0 {
+                    self.trimmed += 1;
+                    continue;
+                }
+            } else if !pslot && state != "Unclaimed" && !state.is_empty() {
+                // Owner, Matched, Drained, Backfill...: their Requirements are False anyway.
+                if state != "Backfill" {
+                    self.trimmed += 1;
+                    continue;
+                }
+            }
+            let name = str_h(ad, &sn.name)
+                .map(|n| n.into_owned())
+                .unwrap_or_else(|| format!("slot#{i}"));
+            let number = |v: &Value| match v {
+                Value::Int(i) => Some(*i as f64),
+                Value::Real(r) => Some(*r),
+                _ => None,
+            };
+            // matchmaker.cpp addRemoteUserPrios: a slot with a preempting claim competes
+            // with its preempting rank (`CurrentRank = PreemptingRank`).
+            let mut ad = ad.clone();
+            let preempting_rank = number(&value_h(&ad, &sn.preempting_rank));
+            if let Some(p) = preempting_rank {
+                ad.insert_value("CurrentRank", Value::Real(p));
+            }
+            let current_rank = number(&value_h(&ad, &sn.current_rank));
+            visit(&ad, nonliteral_fingerprint(&ad), &mut names);
+            slots.push(Slot {
+                input: i,
+                ad,
+                name,
+                pslot,
+                weight,
+                remote,
+                current_rank,
+                running_limits,
+                class: 0,
+                taken: false,
+                version: 0,
+            });
         }
-        let job_fps: Vec<u64> = jobs
-            .iter()
-            .map(|j| visit(&self.input.jobs[j.index], &mut names))
-            .collect();
+        if self.min_weight == f64::MAX {
+            self.min_weight = 1.0;
+        }
+        for s in &mut self.subs {
+            s.usage_before = s.usage;
+        }
         // Names the negotiator inserts itself are never part of a key.
         let ephemeral = |n: &str| {
             (n.starts_with("submitter") && n != "submitter")
@@ -476,22 +469,97 @@ impl<'a> Cycle<'a> {
                 || n == "remoteautoregroup"
                 || (n.starts_with("slot") && n.ends_with("_remoteuserprio"))
         };
+        let significant = |names: &BTreeSet<String>| -> Vec<(String, u64)> {
+            let mut v: Vec<String> = names.iter().filter(|n| !ephemeral(n)).cloned().collect();
+            for a in &cfg.significant_attributes {
+                v.push(a.to_ascii_lowercase());
+            }
+            v.sort();
+            v.dedup();
+            v.into_iter()
+                .map(|n| {
+                    let h = classad::name::ci_hash(&n);
+                    (n, h)
+                })
+                .collect()
+        };
+        let mut sig = significant(&names);
+        // --- jobs: one read of each job ad gives its fields, its fingerprint (and, for a new
+        // fingerprint, the names its expressions reference) and its autocluster. A job that
+        // brings new significant names (rare: only a new fingerprint can) re-keys the jobs
+        // before it, so every key is over the final names.
+        let input = self.input;
+        let mut roles = RoleTable::new(&sig);
+        let mut jobs: Vec<Job> = Vec::with_capacity(input.jobs.len());
+        let mut fps: Vec<u64> = Vec::with_capacity(input.jobs.len());
+        let mut acs = AcTable::new(sig.len());
+        let mut view: Vec<Option<&Expr>> = Vec::new();
+        let mut sname = String::new();
+        for (i, ad) in input.jobs.iter().enumerate() {
+            let mut scan = scan_job(ad, &roles, &mut view);
+            let cluster = scan
+                .num(field::CLUSTER)
+                .map(|v| v as i64)
+                .unwrap_or(i as i64);
+            let proc = scan.num(field::PROC).map(|v| v as i64).unwrap_or(0);
+            let status = scan.num(field::STATUS).unwrap_or(1.0) as i64;
+            if status != 1 {
+                continue; // only idle jobs negotiate
+            }
+            if let Err(e) = job_submitter(&scan, &mut sname) {
+                self.rejections.insert((cluster, proc), e);
+                continue;
+            }
+            let s = match self.sub_index.get(sname.as_str()) {
+                Some(&s) => s,
+                None => self.sub_for(&sname),
+            };
+            let request_weight = scan.num(field::REQUEST_CPUS).unwrap_or(1.0).max(0.0);
+            let fp = scan.fingerprint;
+            let known = names.len();
+            visit(ad, fp, &mut names);
+            if names.len() != known {
+                sig = significant(&names);
+                roles = RoleTable::new(&sig);
+                acs = AcTable::new(sig.len());
+                for (j, &f) in jobs.iter_mut().zip(&fps) {
+                    scan_job(&input.jobs[j.index], &roles, &mut view);
+                    j.ac = acs.assign(&view, j.submitter, f).0;
+                }
+                scan = scan_job(ad, &roles, &mut view);
+            }
+            let (ac, _) = acs.assign(&view, s, fp);
+            jobs.push(Job {
+                index: i,
+                cluster,
+                proc,
+                submitter: s,
+                ac,
+                order: job_order(&scan, cluster, proc),
+                limits: job_limits(&scan),
+                request_weight: if cfg.use_slot_weights {
+                    request_weight
+                } else {
+                    1.0
+                },
+            });
+            fps.push(fp);
+        }
+        // Representatives: the first job of each autocluster, in input order.
+        let mut reps = vec![usize::MAX; acs.len()];
+        for j in &jobs {
+            if reps[j.ac] == usize::MAX {
+                reps[j.ac] = j.index;
+                self.acs.push(AutoCluster {
+                    rep: j.index,
+                    submitter: j.submitter,
+                });
+            }
+        }
         self.volatile = names
             .iter()
             .any(|n| n.ends_with("resourcesinuse") && ephemeral(n));
-        let mut names: Vec<String> = names.into_iter().filter(|n| !ephemeral(n)).collect();
-        for a in &cfg.significant_attributes {
-            names.push(a.to_ascii_lowercase());
-        }
-        names.sort();
-        names.dedup();
-        self.names = names
-            .into_iter()
-            .map(|n| {
-                let h = classad::name::ci_hash(&n);
-                (n, h)
-            })
-            .collect();
+        self.names = sig;
         // --- remote ephemeral attributes in slot ads
         if self.cfg.cross_slot_prios {
             self.add_cross_slot_prios(&mut slots);
@@ -513,39 +581,34 @@ impl<'a> Cycle<'a> {
             }
         }
         // --- slot classes
-        for (i, s) in slots.iter_mut().enumerate() {
-            s.class = self
-                .slot_classes
-                .intern(&s.ad, &self.names, s.pslot as u64, true);
+        let mut slot_view: Vec<Option<&Expr>> = Vec::new();
+        for s in slots.iter_mut() {
+            scan_sig(&s.ad, &roles, &mut slot_view);
+            s.class = self.slot_classes.intern_view(&slot_view, s.pslot as u64);
+        }
+        for (i, s) in slots.iter().enumerate() {
             if s.remote.is_some() {
                 self.busy.push(i as u32);
             } else {
                 if self.class_members.len() <= s.class {
-                    self.class_members.resize(s.class + 1, Vec::new());
+                    self.class_members.resize(s.class + 1, Rc::default());
                 }
-                self.class_members[s.class].push(i as u32);
+                Rc::make_mut(&mut self.class_members[s.class]).push(i as u32);
             }
         }
         self.slots = slots;
         // --- autoclusters and submitter job lists
-        let mut ac_ids: HashMap<u64, usize> = HashMap::new();
-        for (j, fp) in jobs.iter_mut().zip(job_fps) {
-            let ad = &self.input.jobs[j.index];
-            let key = job_key(ad, &self.names, j.submitter, fp);
-            let next = self.acs.len();
-            let id = *ac_ids.entry(key).or_insert(next);
-            if id == next {
-                self.acs.push(AutoCluster {
-                    rep: j.index,
-                    submitter: j.submitter,
-                });
-            }
-            j.ac = id;
-        }
-        jobs.sort_by(|a, b| a.submitter.cmp(&b.submitter).then(a.order.cmp(&b.order)));
-        for (k, j) in jobs.iter().enumerate() {
-            self.subs[j.submitter].jobs.push(k);
-            self.subs[j.submitter].idle += 1;
+        // Submitter, then job order; ties in input order (the sort moves small keys, not jobs).
+        let mut keys: Vec<(usize, JobOrder, u32)> = jobs
+            .iter()
+            .enumerate()
+            .map(|(k, j)| (j.submitter, j.order, k as u32))
+            .collect();
+        keys.sort_unstable();
+        // Jobs stay in input order; each submitter lists its own in negotiation order.
+        for &(s, _, k) in &keys {
+            self.subs[s].jobs.push(k as usize);
+            self.subs[s].idle += 1;
         }
         self.job_done = vec![false; jobs.len()];
         self.jobs = jobs;
@@ -687,7 +750,15 @@ impl<'a> Cycle<'a> {
             job_rank: classad::rank(job, &slot.ad),
             pre: admin(&self.cfg.pre_job_rank),
             post: admin(&self.cfg.post_job_rank),
-            slot_rank: classad::rank(&slot.ad, job),
+            slot_rank: match slot
+                .ad
+                .lookup("Rank")
+                .map(|e| slot.ad.eval_expr_with(e, Some(job)))
+            {
+                Some(Value::Int(i)) => Some(i as f64),
+                Some(Value::Real(r)) => Some(r),
+                _ => None,
+            },
             req,
         })
     }
@@ -702,6 +773,32 @@ impl<'a> Cycle<'a> {
         v
     }
 
+    /// HTCondor's rank conditions on a claimed slot, evaluated with the slot as MY and the
+    /// job as TARGET: `MY.Rank > MY.CurrentRank` (rankCondStd: the startd strictly prefers the
+    /// job, "rank" preemption) or, with `or_equal`, `MY.Rank >= MY.CurrentRank`
+    /// (rankCondPrioPreempt, required of priority preemption). Only true counts: an undefined
+    /// Rank or CurrentRank makes both false. Numbers compare directly; anything else is
+    /// evaluated as the expression itself.
+    fn rank_cond(&self, job: &ClassAd, s: &Slot, pe: &PairEval, or_equal: bool) -> bool {
+        match (pe.slot_rank, s.current_rank) {
+            (Some(r), Some(c)) => {
+                if or_equal {
+                    r >= c
+                } else {
+                    r > c
+                }
+            }
+            _ => {
+                let e = if or_equal {
+                    &self.rank_cond_ge
+                } else {
+                    &self.rank_cond_gt
+                };
+                s.ad.eval_expr_with(e, Some(job)).is_true()
+            }
+        }
+    }
+
     /// Reason and PREEMPTION_RANK for a matching slot, or None if it may not be taken.
     fn preempt_state(
         &self,
@@ -714,7 +811,7 @@ impl<'a> Cycle<'a> {
         let Some(r) = s.remote else {
             return Some((MatchReason::NoPreemption, -(f32::MAX as f64)));
         };
-        let reason = if pe.slot_rank > s.current_rank {
+        let reason = if self.rank_cond(job, s, pe, false) {
             MatchReason::Rank
         } else if r != sub {
             if let Some(pr) = &self.cfg.preemption_requirements {
@@ -722,7 +819,7 @@ impl<'a> Cycle<'a> {
                     return None;
                 }
             }
-            if pe.slot_rank < s.current_rank {
+            if !self.rank_cond(job, s, pe, true) {
                 return None;
             }
             MatchReason::Priority
@@ -743,13 +840,30 @@ impl<'a> Cycle<'a> {
 
     fn build_candidates(&mut self, ac: usize, job: &ClassAd, sub: usize) -> Vec<Bucket> {
         let mut out = Vec::new();
+        if self.class_first.len() < self.class_members.len() {
+            self.class_first.resize(self.class_members.len(), 0);
+        }
         for class in 0..self.class_members.len() {
-            let members: Vec<u32> = self.class_members[class]
-                .iter()
-                .copied()
-                .filter(|&x| !self.slots[x as usize].taken)
-                .collect();
-            let Some(&rep) = members.first() else {
+            let list = &self.class_members[class];
+            let Some(&first) = list.first() else {
+                continue;
+            };
+            let (members, cursor) = if self.slots[first as usize].pslot {
+                let own: Vec<u32> = list
+                    .iter()
+                    .copied()
+                    .filter(|&x| !self.slots[x as usize].taken)
+                    .collect();
+                (Rc::new(own), 0)
+            } else {
+                let mut c = self.class_first[class];
+                while c < list.len() && self.slots[list[c] as usize].taken {
+                    c += 1;
+                }
+                self.class_first[class] = c;
+                (Rc::clone(list), c)
+            };
+            let Some(&rep) = members.get(cursor) else {
                 continue;
             };
             if let Some(pe) = self.pair(ac, job, rep as usize) {
@@ -764,7 +878,7 @@ impl<'a> Cycle<'a> {
                     keys,
                     class,
                     slots: members,
-                    cursor: 0,
+                    cursor,
                 });
             }
         }
@@ -779,7 +893,9 @@ impl<'a> Cycle<'a> {
         }
         // Best keys first; equal keys in input order of their first slot (HTCondor keeps the
         // first best slot it sees in collector order).
-        out.sort_by(|a, b| keys_cmp(&b.keys, &a.keys).then(a.slots[0].cmp(&b.slots[0])));
+        out.sort_by(|a, b| {
+            keys_cmp(&b.keys, &a.keys).then(a.slots[a.cursor].cmp(&b.slots[b.cursor]))
+        });
         out
     }
 
@@ -789,7 +905,7 @@ impl<'a> Cycle<'a> {
         Some(Bucket {
             keys: [pe.pre, pe.job_rank, pe.post, reason as u8 as f64, prank],
             class: self.slots[si].class,
-            slots: vec![si as u32],
+            slots: Rc::new(vec![si as u32]),
             cursor: 0,
         })
     }
@@ -833,6 +949,9 @@ impl<'a> Cycle<'a> {
         let mut failed_clusters: HashSet<i64> = HashSet::new();
         let mut limited = false;
         let mut only_rank = false;
+        // HTCondor's MatchList cache: the autocluster (and only-rank flag) of the previous
+        // request that reached matchmaking in this turn. See `cached` below.
+        let mut match_list: Option<(usize, bool)> = None;
         let job_ids = self.subs[sub].jobs.clone();
         if self.volatile {
             self.pair_cache.clear();
@@ -843,10 +962,12 @@ impl<'a> Cycle<'a> {
             if self.job_done[k] {
                 continue;
             }
+            // HTCondor 23.9.6 negotiate(): over the submitter limit, the first spin with
+            // NEGOTIATOR_CONSIDER_PREEMPTION (negotiateWithGroup's ignore_submitter_limit)
+            // keeps going with only_consider_startd_rank; later spins stop. limitUsed only
+            // grows, so once set the flag stays for the rest of the turn.
             if used >= limit {
                 if ignore_limit {
-                    // First spin with preemption: over the limit, only startd-rank
-                    // preemption is still allowed (HTCondor's only_consider_startd_rank).
                     only_rank = true;
                 } else {
                     self.subs[sub].limited_by = LimitedBy::Share;
@@ -883,6 +1004,14 @@ impl<'a> Cycle<'a> {
                 _ => None,
             };
             let job = self.job_view(ac, neg_group);
+            // matchmakingAlgorithm answers a request of the same autocluster (same submitter,
+            // same only_for_startdrank) from the sorted MatchList it built for the previous
+            // one, and that cached path checks the submitter limit differently: any
+            // preempting candidate (rank included) needs SubmitterLimitPermits on
+            // (limitUsed, submitterLimit) or, failing that, on the unclaimed pair. The first
+            // request of an autocluster (a fresh scan) never limits rank preemption.
+            let cached = match_list == Some((ac, only_rank));
+            match_list = Some((ac, only_rank));
             if !self.cand_lists.contains_key(&ac) {
                 let l = self.build_candidates(ac, &job, sub);
                 self.cand_lists.insert(ac, l);
@@ -900,6 +1029,9 @@ impl<'a> Cycle<'a> {
                     1 => MatchReason::Rank,
                     _ => MatchReason::Priority,
                 };
+                // only_for_startdrank (matchmakingAlgorithm): an unclaimed slot is skipped, a
+                // claimed one only counts if rankCondStd holds (reason "rank"), and no
+                // priority preemption is considered.
                 if only_rank && reason != MatchReason::Rank {
                     bi += 1;
                     continue;
@@ -917,7 +1049,7 @@ impl<'a> Cycle<'a> {
                     if self.slots[si].class != list[bi].class {
                         // A partitionable slot was carved since the list was built: take it
                         // out and put it back where its new keys sort.
-                        list[bi].slots.remove(idx);
+                        Rc::make_mut(&mut list[bi].slots).remove(idx);
                         if let Some(fresh) = self.candidate(ac, &job, sub, si) {
                             let at = list[bi + 1..]
                                 .iter()
@@ -938,9 +1070,12 @@ impl<'a> Cycle<'a> {
                     let permits =
                         |u: f64, allowed: f64| u + cost <= allowed || (u <= 0.0 && allowed > 0.0);
                     let ok = match reason {
-                        MatchReason::Priority => permits(used, limit),
                         MatchReason::NoPreemption => permits(used_unclaimed, limit_unclaimed),
-                        MatchReason::Rank => true,
+                        MatchReason::Priority if !cached => permits(used, limit),
+                        MatchReason::Rank if !cached => true,
+                        MatchReason::Priority | MatchReason::Rank => {
+                            permits(used, limit) || permits(used_unclaimed, limit_unclaimed)
+                        }
                     };
                     if !ok {
                         rej_limit = true;
@@ -1051,16 +1186,14 @@ impl<'a> Cycle<'a> {
             s.version += 1;
             carved = Some(req);
             let old = self.slots[si].class;
-            let class = self
-                .slot_classes
-                .intern(&self.slots[si].ad, &self.names, 1, true);
+            let class = self.slot_classes.intern(&self.slots[si].ad, &self.names, 1);
             self.slots[si].class = class;
             if class != old {
-                self.class_members[old].retain(|&x| x as usize != si);
+                Rc::make_mut(&mut self.class_members[old]).retain(|&x| x as usize != si);
                 if self.class_members.len() <= class {
-                    self.class_members.resize(class + 1, Vec::new());
+                    self.class_members.resize(class + 1, Rc::default());
                 }
-                self.class_members[class].push(si as u32);
+                Rc::make_mut(&mut self.class_members[class]).push(si as u32);
             }
             if c <= 0.0 {
                 self.slots[si].taken = true;

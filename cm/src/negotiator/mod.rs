@@ -14,6 +14,7 @@ mod groups;
 pub mod limits;
 pub mod outcome;
 mod prep;
+mod scan;
 
 pub use config::{ConfigError, GroupConfig, GroupQuota, NegotiatorConfig};
 pub use cycle::negotiate;

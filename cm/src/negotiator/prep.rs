@@ -1,9 +1,112 @@
 //! Turning input ads into the cycle's tables: slots (filtered, weighted, classed) and idle
 //! jobs (submitter, order keys, autoclusters).
 use super::limits::parse_limits;
+pub(crate) use super::scan::*;
 use classad::{ClassAd, Expr, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+/// An attribute name with its case-insensitive hash ([`classad::name::ci_hash`]), computed
+/// once per cycle rather than once per ad: preparation reads a dozen names from each of
+/// tens of thousands of job ads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HName {
+    pub name: &'static str,
+    pub hash: u64,
+}
+
+impl HName {
+    pub fn new(name: &'static str) -> Self {
+        HName {
+            name,
+            hash: classad::name::ci_hash(name),
+        }
+    }
+    #[inline]
+    pub fn lookup<'e>(&self, ad: &'e ClassAd) -> Option<&'e Expr> {
+        ad.lookup_hashed(self.name, self.hash)
+    }
+}
+
+/// The names preparation reads from every slot ad.
+pub(crate) struct SlotNames {
+    pub absent: HName,
+    pub offline: HName,
+    pub state: HName,
+    pub activity: HName,
+    pub partitionable: HName,
+    pub preempting_group: HName,
+    pub preempting_user: HName,
+    pub accounting_group: HName,
+    pub remote_user: HName,
+    pub limits: HName,
+    pub retirement: HName,
+    pub preempting_rank: HName,
+    pub current_rank: HName,
+    pub name: HName,
+}
+
+impl SlotNames {
+    pub fn new() -> Self {
+        SlotNames {
+            absent: HName::new("Absent"),
+            offline: HName::new("Offline"),
+            state: HName::new("State"),
+            activity: HName::new("Activity"),
+            partitionable: HName::new("PartitionableSlot"),
+            preempting_group: HName::new("PreemptingAccountingGroup"),
+            preempting_user: HName::new("PreemptingUser"),
+            accounting_group: HName::new("AccountingGroup"),
+            remote_user: HName::new("RemoteUser"),
+            limits: HName::new("ConcurrencyLimits"),
+            retirement: HName::new("RetirementTimeRemaining"),
+            preempting_rank: HName::new("PreemptingRank"),
+            current_rank: HName::new("CurrentRank"),
+            name: HName::new("Name"),
+        }
+    }
+}
+
+/// The value of a pre-hashed attribute: a literal is borrowed (no clone, no allocation),
+/// anything else is evaluated.
+#[inline]
+pub(crate) fn value_h<'e>(ad: &'e ClassAd, n: &HName) -> Cow<'e, Value> {
+    match n.lookup(ad) {
+        Some(Expr::Lit(v)) => Cow::Borrowed(v),
+        Some(_) => Cow::Owned(ad.eval_attr(n.name)),
+        None => Cow::Owned(Value::Undefined),
+    }
+}
+
+#[inline]
+pub(crate) fn num_h(ad: &ClassAd, n: &HName) -> Option<f64> {
+    match *value_h(ad, n) {
+        Value::Int(i) => Some(i as f64),
+        Value::Real(r) => Some(r),
+        Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+#[inline]
+pub(crate) fn bool_h(ad: &ClassAd, n: &HName) -> Option<bool> {
+    match *value_h(ad, n) {
+        Value::Bool(b) => Some(b),
+        Value::Int(i) => Some(i != 0),
+        _ => None,
+    }
+}
+
+/// A string attribute, borrowed from the ad when it is a literal.
+#[inline]
+pub(crate) fn str_h<'e>(ad: &'e ClassAd, n: &HName) -> Option<Cow<'e, str>> {
+    match value_h(ad, n) {
+        Cow::Borrowed(Value::Str(s)) => Some(Cow::Borrowed(&**s)),
+        Cow::Owned(Value::Str(s)) => Some(Cow::Owned(s.to_string())),
+        _ => None,
+    }
+}
 
 /// The value of an attribute: literals are read directly (the common case in dumps), anything
 /// else is evaluated.
@@ -31,14 +134,6 @@ pub(crate) fn eval_num(ad: &ClassAd, name: &str) -> Option<f64> {
     }
 }
 
-pub(crate) fn eval_bool(ad: &ClassAd, name: &str) -> Option<bool> {
-    match attr_value(ad, name) {
-        Value::Bool(b) => Some(b),
-        Value::Int(i) => Some(i != 0),
-        _ => None,
-    }
-}
-
 /// How a job's concurrency limits are declared.
 #[derive(Clone, Debug)]
 pub(crate) enum JobLimits {
@@ -58,8 +153,8 @@ pub(crate) struct Job {
     pub proc: i64,
     pub submitter: usize,
     pub ac: usize,
-    /// Sort key within the submitter (larger sorts first for the first four).
-    pub order: (i64, i64, i64, i64, i64, i64, i64, i64),
+    /// Sort key within the submitter (see [`job_order`]).
+    pub order: JobOrder,
     pub limits: JobLimits,
     pub request_weight: f64,
 }
@@ -74,42 +169,53 @@ pub(crate) struct AutoCluster {
 
 /// The submitter a job is charged to: `AccountingGroup@domain` if the job has an
 /// accounting group (`group.user`), else `Owner@domain`; `nice-user.` prefixed for nice jobs.
-pub(crate) fn job_submitter(ad: &ClassAd) -> Result<String, String> {
-    let user = eval_str(ad, "User");
-    let domain = user
+/// Written into `out` (cleared first), so that the common case allocates nothing.
+pub(crate) fn job_submitter(j: &JobScan, out: &mut String) -> Result<(), String> {
+    out.clear();
+    let user = j.str(field::USER);
+    let domain_of_user = user
         .as_deref()
-        .and_then(|u| u.rsplit_once('@').map(|(_, d)| d.to_string()))
-        .or_else(|| eval_str(ad, "UidDomain"))
-        .unwrap_or_default();
-    let owner = eval_str(ad, "Owner")
-        .or_else(|| {
-            user.as_deref()
-                .map(|u| u.split('@').next().unwrap_or(u).to_string())
-        })
-        .ok_or_else(|| "job has neither Owner nor User".to_string())?;
-    let mut base = match eval_str(ad, "AccountingGroup") {
-        Some(g) if !g.is_empty() => g.split('@').next().unwrap_or(&g).to_string(),
+        .and_then(|u| u.rsplit_once('@').map(|(_, d)| d));
+    let uid_domain;
+    let domain: &str = match domain_of_user {
+        Some(d) => d,
+        None => {
+            uid_domain = j.str(field::UID_DOMAIN);
+            uid_domain.as_deref().unwrap_or("")
+        }
+    };
+    let owner_attr = j.str(field::OWNER);
+    let owner: &str = match (&owner_attr, user.as_deref()) {
+        (Some(o), _) => o,
+        (None, Some(u)) => u.split('@').next().unwrap_or(u),
+        (None, None) => return Err("job has neither Owner nor User".to_string()),
+    };
+    let group = j.str(field::ACCOUNTING_GROUP);
+    let base: &str = match group.as_deref() {
+        Some(g) if !g.is_empty() => g.split('@').next().unwrap_or(g),
         _ => owner,
     };
-    if eval_bool(ad, "NiceUser") == Some(true) && !base.starts_with("nice-user.") {
-        base = format!("nice-user.{base}");
+    if j.bool(field::NICE_USER) == Some(true) && !base.starts_with("nice-user.") {
+        out.push_str("nice-user.");
     }
-    Ok(if domain.is_empty() {
-        base
-    } else {
-        format!("{base}@{domain}")
-    })
+    out.push_str(base);
+    if !domain.is_empty() {
+        out.push('@');
+        out.push_str(domain);
+    }
+    Ok(())
 }
 
-pub(crate) fn job_limits(ad: &ClassAd) -> JobLimits {
-    let fixed = ad.lookup("ConcurrencyLimits").is_some();
-    let expr = ad.lookup("ConcurrencyLimitsExpr").cloned();
+pub(crate) fn job_limits(j: &JobScan) -> JobLimits {
+    let fixed = j.fields[field::LIMITS].is_some();
+    let expr = j.fields[field::LIMITS_EXPR];
     match (fixed, expr) {
+        (false, None) => JobLimits::None,
         (true, Some(_)) => JobLimits::Invalid(
             "job sets both ConcurrencyLimits and ConcurrencyLimitsExpr".to_string(),
         ),
-        (false, Some(e)) => JobLimits::Expr(e),
-        (true, None) => match ad.eval_attr("ConcurrencyLimits") {
+        (false, Some(e)) => JobLimits::Expr(e.clone()),
+        (true, None) => match j.ad.eval_attr(field::NAMES[field::LIMITS]) {
             Value::Str(s) => match parse_limits(&s) {
                 Ok(v) if v.is_empty() => JobLimits::None,
                 Ok(v) => JobLimits::Fixed(v),
@@ -118,7 +224,6 @@ pub(crate) fn job_limits(ad: &ClassAd) -> JobLimits {
             Value::Undefined => JobLimits::None,
             _ => JobLimits::Invalid("ConcurrencyLimits is not a string".to_string()),
         },
-        (false, None) => JobLimits::None,
     }
 }
 
@@ -130,6 +235,16 @@ pub(crate) struct FxHasher {
 }
 
 impl FxHasher {
+    /// Adds `w` to the running state without mixing (for order-independent sums).
+    #[inline]
+    pub(crate) fn add_raw(&mut self, w: u64) {
+        self.hash = self.hash.wrapping_add(w);
+    }
+    /// The running state, unmixed.
+    #[inline]
+    pub(crate) fn raw(&self) -> u64 {
+        self.hash
+    }
     #[inline]
     fn add(&mut self, w: u64) {
         self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
@@ -182,6 +297,9 @@ impl Hasher for FxHasher {
         x
     }
 }
+
+/// Hash maps keyed by the cycle's own small integers (class, autocluster indices).
+pub(crate) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
 /// Structural hash of an expression, consistent with [`Expr::same_as`] (names hash
 /// case-insensitively); used for autocluster and slot-class keys without unparsing.
@@ -277,13 +395,13 @@ pub(crate) fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
     }
 }
 
-/// Key of an ad restricted to `names`: a 64-bit hash plus the names themselves are compared
-/// on collision by [`same_on`].
-pub(crate) fn key_on(ad: &ClassAd, names: &[(String, u64)], extra: u64) -> u64 {
+/// Key of an ad restricted to the significant names, from its expressions for them (in the
+/// order of the names); a hit is confirmed by [`Interner`].
+pub(crate) fn view_key<'e>(view: impl Iterator<Item = Option<&'e Expr>>, extra: u64) -> u64 {
     let mut h = FxHasher::default();
     extra.hash(&mut h);
-    for (n, nh) in names {
-        match ad.lookup_hashed(n, *nh) {
+    for e in view {
+        match e {
             Some(e) => {
                 1u8.hash(&mut h);
                 hash_expr(e, &mut h);
@@ -294,93 +412,173 @@ pub(crate) fn key_on(ad: &ClassAd, names: &[(String, u64)], extra: u64) -> u64 {
     h.finish()
 }
 
-/// Do two ads agree on every name in `names`?
-pub(crate) fn same_on(a: &ClassAd, b: &ClassAd, names: &[(String, u64)]) -> bool {
-    names.iter().all(
-        |(n, nh)| match (a.lookup_hashed(n, *nh), b.lookup_hashed(n, *nh)) {
-            (Some(x), Some(y)) => x.same_as(y),
-            (None, None) => true,
-            _ => false,
-        },
-    )
-}
+/// A class's representative expressions (one per significant name) and the class id.
+type ClassRep = (Vec<Option<Expr>>, usize);
 
-/// Interning of keyed ads into classes: `(hash) -> [(representative, class id)]`.
+/// Interning of slot ads into classes: slots that agree on every significant name (and the
+/// partitionable flag) sort and match alike, so candidates are evaluated once per class.
+/// `(hash) -> [(representative's expressions, class id)]`; a hash hit is confirmed name by
+/// name, so a class never mixes different slots.
 #[derive(Default)]
 pub(crate) struct Interner {
-    map: HashMap<u64, Vec<(ClassAd, usize)>>,
+    map: HashMap<u64, Vec<ClassRep>>,
     pub count: usize,
 }
 
 impl Interner {
-    /// Class of `ad`. With `verify`, a hash hit is confirmed attribute by attribute (slot
-    /// classes); without, the 64-bit key is trusted (autoclusters, which never mix
-    /// submitters, so a collision could only ever affect one submitter's own jobs).
-    pub fn intern(
-        &mut self,
-        ad: &ClassAd,
-        names: &[(String, u64)],
-        extra: u64,
-        verify: bool,
-    ) -> usize {
-        let k = key_on(ad, names, extra);
+    /// Class of `ad` (its expressions for `names` looked up here).
+    pub fn intern(&mut self, ad: &ClassAd, names: &[(String, u64)], extra: u64) -> usize {
+        let view: Vec<Option<&Expr>> = names
+            .iter()
+            .map(|(n, nh)| ad.lookup_hashed(n, *nh))
+            .collect();
+        self.intern_view(&view, extra)
+    }
+
+    /// Class of an ad whose expressions for the significant names are `view`.
+    pub fn intern_view(&mut self, view: &[Option<&Expr>], extra: u64) -> usize {
+        let k = view_key(view.iter().copied(), extra);
         let bucket = self.map.entry(k).or_default();
         for (rep, id) in bucket.iter() {
-            if !verify || same_on(rep, ad, names) {
+            let same = rep.iter().zip(view).all(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) => x.same_as(y),
+                (None, None) => true,
+                _ => false,
+            });
+            if same {
                 return *id;
             }
         }
         let id = self.count;
         self.count += 1;
-        bucket.push((ad.clone(), id));
+        bucket.push((view.iter().map(|e| e.cloned()).collect(), id));
         id
     }
 }
 
+/// A job's place among its submitter's jobs, ascending (see [`job_order`]).
+pub(crate) type JobOrder = (i64, i64, i64, i64, i64, i64, i64, i64);
+
 /// Job order keys (HTCondor: PreJobPrio1, PreJobPrio2, JobPrio, PostJobPrio1, PostJobPrio2
 /// descending; then QDate, ClusterId, ProcId ascending). Stored so that ascending sort works.
-pub(crate) fn job_order(
-    ad: &ClassAd,
-    cluster: i64,
-    proc: i64,
-) -> (i64, i64, i64, i64, i64, i64, i64, i64) {
-    let n = |a: &str| eval_num(ad, a).map(|v| v as i64);
+pub(crate) fn job_order(j: &JobScan, cluster: i64, proc: i64) -> JobOrder {
+    let v = |f: usize| j.num(f).map(|v| v as i64);
     (
-        -n("PreJobPrio1").unwrap_or(i64::MIN + 1),
-        -n("PreJobPrio2").unwrap_or(i64::MIN + 1),
-        -n("JobPrio").unwrap_or(0),
-        -n("PostJobPrio1").unwrap_or(i64::MIN + 1),
-        -n("PostJobPrio2").unwrap_or(i64::MIN + 1),
-        n("QDate").unwrap_or(0),
+        -v(field::PRE1).unwrap_or(i64::MIN + 1),
+        -v(field::PRE2).unwrap_or(i64::MIN + 1),
+        -v(field::PRIO).unwrap_or(0),
+        -v(field::POST1).unwrap_or(i64::MIN + 1),
+        -v(field::POST2).unwrap_or(i64::MIN + 1),
+        v(field::QDATE).unwrap_or(0),
         cluster,
         proc,
     )
 }
 
-/// Autocluster key of a job: its submitter, the fingerprint of all its non-literal
-/// attributes (which covers every expression that can reference anything), and the literal
-/// values of the significant names. Jobs differing only in an insignificant expression land
-/// in different autoclusters, which costs a little speed but never correctness.
-pub(crate) fn job_key(
-    ad: &ClassAd,
-    names: &[(String, u64)],
-    submitter: usize,
-    fingerprint: u64,
-) -> u64 {
-    let mut h = FxHasher::default();
-    h.write_usize(submitter);
-    h.write_u64(fingerprint);
-    for (n, nh) in names {
-        match ad.lookup_hashed(n, *nh) {
-            Some(Expr::Lit(v)) => {
-                h.write_u8(1);
-                hash_value(v, &mut h);
-            }
-            Some(_) => h.write_u8(2),
-            None => h.write_u8(0),
+/// Autoclusters: jobs of one submitter whose non-literal attributes are identical
+/// (fingerprint) and whose literal values agree on every significant name.
+///
+/// A job is read once: the significant names are looked up with their precomputed hashes,
+/// the key hashes what was found, and a key hit is confirmed against the autocluster's
+/// representative value by value (shared expressions, as ads read through a
+/// `classad::AttrCache` have, compare by pointer first). Jobs differing only in an
+/// insignificant expression land in different autoclusters, which costs a little speed but
+/// never correctness.
+pub(crate) struct AcTable<'e> {
+    /// Key -> first autocluster with that key; further ones chain through `next`.
+    heads: HashMap<u64, usize, FxBuild>,
+    next: Vec<usize>,
+    submitter: Vec<usize>,
+    fingerprint: Vec<u64>,
+    /// Per autocluster, `stride` entries: the representative's expression for each
+    /// significant name (None when absent).
+    views: Vec<Option<&'e Expr>>,
+    stride: usize,
+}
+
+impl<'e> AcTable<'e> {
+    pub fn new(stride: usize) -> Self {
+        AcTable {
+            heads: HashMap::default(),
+            next: Vec::new(),
+            submitter: Vec::new(),
+            fingerprint: Vec::new(),
+            views: Vec::new(),
+            stride,
         }
     }
-    h.finish()
+
+    pub fn len(&self) -> usize {
+        self.submitter.len()
+    }
+
+    /// Autocluster of a job (a new one is numbered `len()`), and whether it is new. `view`
+    /// holds the job's expression for each significant name (see [`scan_job`]).
+    pub fn assign(
+        &mut self,
+        view: &[Option<&'e Expr>],
+        submitter: usize,
+        fingerprint: u64,
+    ) -> (usize, bool) {
+        debug_assert_eq!(view.len(), self.stride);
+        let mut h = FxHasher::default();
+        h.write_usize(submitter);
+        h.write_u64(fingerprint);
+        for e in view {
+            match e {
+                Some(Expr::Lit(v)) => {
+                    h.write_u8(1);
+                    hash_value(v, &mut h);
+                }
+                Some(_) => h.write_u8(2),
+                None => h.write_u8(0),
+            }
+        }
+        let key = h.finish();
+        let mut at = self.heads.get(&key).copied();
+        let mut last = None;
+        while let Some(id) = at {
+            if self.submitter[id] == submitter
+                && self.fingerprint[id] == fingerprint
+                && self.same_view(id, view)
+            {
+                return (id, false);
+            }
+            last = Some(id);
+            at = Some(self.next[id]).filter(|&x| x != usize::MAX);
+        }
+        let id = self.len();
+        self.submitter.push(submitter);
+        self.fingerprint.push(fingerprint);
+        self.next.push(usize::MAX);
+        self.views.extend_from_slice(view);
+        match last {
+            Some(l) => self.next[l] = id,
+            None => {
+                self.heads.insert(key, id);
+            }
+        }
+        (id, true)
+    }
+
+    /// Does a job with `view` agree with autocluster `id` on every significant name?
+    /// Non-literal expressions are covered by the fingerprint (every non-literal attribute
+    /// is part of it); literals must be the same value.
+    fn same_view(&self, id: usize, view: &[Option<&'e Expr>]) -> bool {
+        let rep = &self.views[id * self.stride..(id + 1) * self.stride];
+        rep.iter().zip(view).all(|(a, b)| match (a, b) {
+            (None, None) => true,
+            (Some(x), Some(y)) => {
+                std::ptr::eq(*x, *y)
+                    || match (x, y) {
+                        (Expr::Lit(p), Expr::Lit(q)) => p == q,
+                        (Expr::Lit(_), _) | (_, Expr::Lit(_)) => false,
+                        _ => true,
+                    }
+            }
+            _ => false,
+        })
+    }
 }
 
 /// Fingerprint of the non-literal attributes of an ad (names case-insensitive).
