@@ -1,21 +1,13 @@
 // The seeds' worked examples (INVENTORY section 15) run through `negotiate`, with the seeds'
 // numbers. Where HTCondor 23.9.6's arithmetic differs from the manual's idealised prose the
 // test says so and asserts what HTCondor does.
-use aerie_cm::accountant::{Accountant, AccountantCommand, AccountantParams};
-use aerie_cm::negotiator::{
-    negotiate, GroupQuota, LimitedBy, MatchReason, NegotiationInput, NegotiatorConfig, Outcome,
-};
-use classad::ClassAd;
-use std::collections::BTreeMap;
+mod negotiation_common;
 
-fn ad(pairs: &[(&str, &str)]) -> ClassAd {
-    let mut a = ClassAd::new();
-    for (k, v) in pairs {
-        a.insert_expr_str(k, v)
-            .unwrap_or_else(|e| panic!("{k} = {v}: {e}"));
-    }
-    a
-}
+use aerie_cm::accountant::{Accountant, AccountantCommand, AccountantParams};
+use aerie_cm::negotiator::{GroupQuota, LimitedBy, MatchReason, NegotiatorConfig, Outcome};
+use classad::ClassAd;
+use negotiation_common::{ad, job, ledger, run};
+use std::collections::BTreeMap;
 
 fn slot(name: &str, extra: &[(&str, &str)]) -> ClassAd {
     let q = format!("\"{name}\"");
@@ -52,26 +44,6 @@ fn busy(name: &str, user: &str, extra: &[(&str, &str)]) -> ClassAd {
     a
 }
 
-fn job(owner: &str, cluster: i64, proc: i64, extra: &[(&str, &str)]) -> ClassAd {
-    let mut a = ad(&[
-        ("MyType", "\"Job\""),
-        ("Owner", &format!("\"{owner}\"")),
-        ("User", &format!("\"{owner}@d\"")),
-        ("ClusterId", &cluster.to_string()),
-        ("ProcId", &proc.to_string()),
-        ("JobStatus", "1"),
-        ("QDate", &(1000 + cluster * 10 + proc).to_string()),
-        ("Requirements", "true"),
-        ("RequestCpus", "1"),
-        ("RequestMemory", "1"),
-        ("RequestDisk", "1"),
-    ]);
-    for (k, v) in extra {
-        a.insert_expr_str(k, v).unwrap();
-    }
-    a
-}
-
 /// `n` idle jobs of one user in one cluster.
 fn jobs(owner: &str, cluster: i64, n: usize, extra: &[(&str, &str)]) -> Vec<ClassAd> {
     (0..n)
@@ -81,33 +53,6 @@ fn jobs(owner: &str, cluster: i64, n: usize, extra: &[(&str, &str)]) -> Vec<Clas
 
 fn slots(prefix: &str, n: usize) -> Vec<ClassAd> {
     (0..n).map(|i| slot(&format!("{prefix}{i}"), &[])).collect()
-}
-
-/// An accountant with the given real priorities, all factors 1.
-fn ledger(prios: &[(&str, f64)]) -> Accountant {
-    let mut a = Accountant::new(AccountantParams::default());
-    for (n, p) in prios {
-        a.apply(&AccountantCommand::SetFactor {
-            name: n.to_string(),
-            value: 1.0,
-        })
-        .unwrap();
-        a.apply(&AccountantCommand::SetPriority {
-            name: n.to_string(),
-            value: *p,
-        })
-        .unwrap();
-    }
-    a
-}
-
-fn run(
-    slots: Vec<ClassAd>,
-    jobs: Vec<ClassAd>,
-    acct: &Accountant,
-    cfg: &NegotiatorConfig,
-) -> Outcome {
-    negotiate(&NegotiationInput { slots, jobs }, acct, cfg, 1_700_000_000)
 }
 
 fn per_user(o: &Outcome) -> BTreeMap<String, usize> {

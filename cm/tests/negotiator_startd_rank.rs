@@ -9,20 +9,12 @@
 //   unclaimed limit);
 // * an undefined Rank or CurrentRank makes the rank conditions false (no rank preemption, and
 //   no priority preemption either: `MY.Rank >= MY.CurrentRank` must hold for that).
-use aerie_cm::accountant::{Accountant, AccountantCommand, AccountantParams};
-use aerie_cm::negotiator::{
-    negotiate, GroupQuota, MatchReason, NegotiationInput, NegotiatorConfig, Outcome,
-};
-use classad::ClassAd;
+mod negotiation_common;
 
-fn ad(pairs: &[(&str, &str)]) -> ClassAd {
-    let mut a = ClassAd::new();
-    for (k, v) in pairs {
-        a.insert_expr_str(k, v)
-            .unwrap_or_else(|e| panic!("{k} = {v}: {e}"));
-    }
-    a
-}
+use aerie_cm::accountant::Accountant;
+use aerie_cm::negotiator::{GroupQuota, MatchReason, NegotiatorConfig, Outcome};
+use classad::ClassAd;
+use negotiation_common::{ad, job, ledger, run};
 
 /// The startd prefers a's jobs (Rank 10) to anyone else's (0).
 const PREFERS_A: &str = "10 * (TARGET.Owner == \"a\")";
@@ -50,48 +42,6 @@ fn busy(name: &str, user: &str, current_rank: Option<&str>) -> ClassAd {
         a.insert_expr_str("CurrentRank", r).unwrap();
     }
     a
-}
-
-fn job(owner: &str, cluster: i64, proc: i64, requirements: &str) -> ClassAd {
-    ad(&[
-        ("MyType", "\"Job\""),
-        ("Owner", &format!("\"{owner}\"")),
-        ("User", &format!("\"{owner}@d\"")),
-        ("ClusterId", &cluster.to_string()),
-        ("ProcId", &proc.to_string()),
-        ("JobStatus", "1"),
-        ("QDate", &(1000 + cluster * 10 + proc).to_string()),
-        ("Requirements", requirements),
-        ("RequestCpus", "1"),
-        ("RequestMemory", "1"),
-        ("RequestDisk", "1"),
-    ])
-}
-
-fn ledger(prios: &[(&str, f64)]) -> Accountant {
-    let mut a = Accountant::new(AccountantParams::default());
-    for (n, p) in prios {
-        a.apply(&AccountantCommand::SetFactor {
-            name: n.to_string(),
-            value: 1.0,
-        })
-        .unwrap();
-        a.apply(&AccountantCommand::SetPriority {
-            name: n.to_string(),
-            value: *p,
-        })
-        .unwrap();
-    }
-    a
-}
-
-fn run(
-    slots: Vec<ClassAd>,
-    jobs: Vec<ClassAd>,
-    acct: &Accountant,
-    cfg: &NegotiatorConfig,
-) -> Outcome {
-    negotiate(&NegotiationInput { slots, jobs }, acct, cfg, 1_700_000_000)
 }
 
 fn rejection<'a>(o: &'a Outcome, job: &str) -> Option<&'a str> {
@@ -122,7 +72,7 @@ fn group_pool() -> (Vec<ClassAd>, Vec<ClassAd>, Accountant) {
     ];
     let jobs = (0..3)
         .map(|p| {
-            let mut j = job("a", 1, p, "true");
+            let mut j = job("a", 1, p, &[]);
             j.insert_expr_str("AccountingGroup", "\"group_a.a\"")
                 .unwrap();
             j
@@ -204,14 +154,14 @@ fn undefined_current_rank_allows_no_preemption() {
         .unwrap();
     let o = run(
         vec![busy("b1", "b@d", None)],
-        vec![job("a", 1, 0, "true")],
+        vec![job("a", 1, 0, &[])],
         &acct,
         &cfg,
     );
     assert!(o.matches.is_empty(), "{:?}", o.matches);
     let o = run(
         vec![busy("b1", "b@d", Some("0"))],
-        vec![job("a", 1, 0, "true")],
+        vec![job("a", 1, 0, &[])],
         &acct,
         &cfg,
     );
@@ -229,6 +179,6 @@ fn preempting_rank_is_the_rank_to_beat() {
         .unwrap();
     let mut slot = busy("b1", "b@d", Some("0"));
     slot.insert_expr_str("PreemptingRank", "20").unwrap();
-    let o = run(vec![slot], vec![job("a", 1, 0, "true")], &acct, &cfg);
+    let o = run(vec![slot], vec![job("a", 1, 0, &[])], &acct, &cfg);
     assert!(o.matches.is_empty(), "{:?}", o.matches);
 }
