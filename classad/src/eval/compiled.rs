@@ -17,8 +17,9 @@
 //! The result is the interpreter's, exactly: every operator goes through the same `ops`
 //! functions, short circuits are the same, and before entering the interpreter the evaluation
 //! depth is set to what the interpreter itself would have reached at that node (so its depth
-//! limit and cycle detection behave identically). `tests::compiled_*` and the differential
-//! suite (`compiled_matcher_agrees_with_interpreter`) check this on random expressions.
+//! limit and cycle detection behave identically). The tests below and
+//! `classad/tests/compiled.rs` (every generated differential case as Requirements and Rank)
+//! check this; the `matching` fuzz target asserts it.
 use super::{eval, eval_found, list_kind, ops, swapped, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH};
 use crate::ad::ClassAd;
 use crate::expr::{BinOp, Expr, ScopeKw, UnOp};
@@ -113,6 +114,7 @@ impl Matcher {
         let mut c = Compiler {
             ad,
             inlining: Vec::new(),
+            nesting: 0,
         };
         // `matches`/`rank` evaluate these from the top (`eval_in`): depth 0, through `eval`.
         let requirements = ad
@@ -219,6 +221,8 @@ struct Compiler<'a> {
     /// Attribute expressions being compiled in place (a reference back to one is a cycle,
     /// left to the interpreter, which reports it).
     inlining: Vec<*const Expr>,
+    /// How deep `compile` is recursing.
+    nesting: u32,
 }
 
 impl Compiler<'_> {
@@ -226,9 +230,23 @@ impl Compiler<'_> {
     /// through `eval` (`by_ref` false) or through the operand path `eval_ref` (true), which
     /// passes parentheses without counting them.
     fn compile(&mut self, e: &Expr, depth: u32, by_ref: bool) -> Node {
-        if depth >= MAX_COMPILE_DEPTH {
+        // Parentheses on the operand path do not count as depth, so the recursion is bounded
+        // separately.
+        if depth >= MAX_COMPILE_DEPTH || self.nesting >= MAX_COMPILE_DEPTH {
+            // `eval_ref` passes parentheses without counting them; `eval` would count them.
+            let mut e = e;
+            while let (true, Expr::Paren(x)) = (by_ref, e) {
+                e = x;
+            }
             return interp(e, depth);
         }
+        self.nesting += 1;
+        let n = self.compile_node(e, depth, by_ref);
+        self.nesting -= 1;
+        n
+    }
+
+    fn compile_node(&mut self, e: &Expr, depth: u32, by_ref: bool) -> Node {
         // Inside `eval(e)` the counter is one more.
         let inner = depth + 1;
         match e {
@@ -638,6 +656,24 @@ mod tests {
         let (got, want) = h.join().expect("no stack overflow");
         assert_eq!(got, want);
         assert_eq!(got, Some(Value::Error), "past the depth limit");
+    }
+
+    #[test]
+    fn deeply_parenthesised_operands_compile_within_bounds() {
+        let target = parse_ad("[ Cpus = 4 ]").expect("target");
+        for n in [10usize, 150, 199, 200, 201, 250, 900] {
+            let text = format!("TARGET.Cpus + {}1{} > 2", "(".repeat(n), ")".repeat(n));
+            let Ok(e) = parse_expr(&text) else { continue };
+            let mut my = ClassAd::new();
+            my.insert("Requirements", e);
+            let target = target.clone();
+            let h = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || (requirements_value(&my, &target), interpreted(&my, &target)))
+                .expect("spawn");
+            let (got, want) = h.join().expect("no stack overflow");
+            assert_eq!(got, want, "{n} parentheses");
+        }
     }
 
     #[test]
