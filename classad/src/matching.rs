@@ -21,6 +21,9 @@ pub(crate) fn rank_name() -> &'static Name {
 /// Evaluated through `my`'s compiled Requirements (see `eval::compiled`), which gives the
 /// interpreter's result.
 pub fn matches(my: &ClassAd, target: &ClassAd) -> bool {
+    if compiled::applies(my, target) {
+        return my.matcher().requirements_true(my, target);
+    }
     requirements_value(my, target).is_some_and(|v| v.is_true())
 }
 

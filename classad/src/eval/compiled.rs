@@ -132,6 +132,18 @@ impl Matcher {
         self.requirements.as_ref().map(|n| run_top(n, my, target))
     }
 
+    /// Whether `Requirements` of `my` is exactly `true` against `target` (what `matches`
+    /// asks, without copying the value out).
+    pub(crate) fn requirements_true(&self, my: &ClassAd, target: &ClassAd) -> bool {
+        let Some(n) = &self.requirements else {
+            return false;
+        };
+        let ctx = Ctx::new();
+        let env = Env::top(Some(my), Some(target));
+        let mut slot = Value::Undefined;
+        run(n, &ctx, env, &mut slot).is_true() && !ctx.failed()
+    }
+
     /// `Rank` of `my` against `target`; `None` when the ad has none.
     pub(crate) fn rank(&self, my: &ClassAd, target: &ClassAd) -> Option<Value> {
         self.rank.as_ref().map(|n| run_top(n, my, target))
