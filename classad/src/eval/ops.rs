@@ -56,22 +56,37 @@ pub fn unary(op: UnOp, v: Value) -> Value {
     }
 }
 
+/// A comparison of two numbers or two strings, the common case, decided inline; `None`
+/// for anything the general rules of [`binary`] must judge (other types, NaN).
+#[inline(always)]
+pub(crate) fn quick_compare(op: BinOp, a: &Value, b: &Value) -> Option<bool> {
+    use std::cmp::Ordering;
+    let ord = match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Real(x), Value::Real(y)) => x.partial_cmp(y)?,
+        (Value::Int(x), Value::Real(y)) => (*x as f64).partial_cmp(y)?,
+        (Value::Real(x), Value::Int(y)) => x.partial_cmp(&(*y as f64))?,
+        (Value::Str(x), Value::Str(y)) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+            return Some(crate::name::eq_ci(x, y) == (op == BinOp::Eq))
+        }
+        _ => return None,
+    };
+    Some(match op {
+        BinOp::Lt => ord == Ordering::Less,
+        BinOp::Le => ord != Ordering::Greater,
+        BinOp::Eq => ord == Ordering::Equal,
+        BinOp::Ne => ord != Ordering::Equal,
+        BinOp::Ge => ord != Ordering::Less,
+        BinOp::Gt => ord == Ordering::Greater,
+        _ => return None,
+    })
+}
+
 /// Strict binary operators (everything except `&&`, `||`, `is`, `isnt`).
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
-    // Fast paths for the operand types matchmaking meets most (same results as below).
-    match (a, b) {
-        (Value::Int(x), Value::Int(y)) if op.is_comparison() => return cmp_result(op, x, y),
-        (Value::Real(x), Value::Real(y)) if op.is_comparison() => return cmp_result(op, x, y),
-        (Value::Int(x), Value::Real(y)) if op.is_comparison() => {
-            return cmp_result(op, *x as f64, *y)
-        }
-        (Value::Real(x), Value::Int(y)) if op.is_comparison() => {
-            return cmp_result(op, *x, *y as f64)
-        }
-        (Value::Str(x), Value::Str(y)) if matches!(op, BinOp::Eq | BinOp::Ne) => {
-            return Value::Bool(crate::name::eq_ci(x, y) == (op == BinOp::Eq))
-        }
-        _ => {}
+    // Fast path for the operand types matchmaking meets most (same results as below).
+    if let Some(r) = quick_compare(op, a, b) {
+        return Value::Bool(r);
     }
     match op {
         BinOp::Is => return meta_compare(a, b),
