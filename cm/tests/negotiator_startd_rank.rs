@@ -142,16 +142,22 @@ fn without_preemption_no_startd_rank_exception() {
     assert!(o.matches.is_empty(), "{:?}", o.matches);
 }
 
+/// a (priority 0.5) and b (500), with PREEMPTION_REQUIREMENTS True: priority preemption of b
+/// is allowed, so only the rank conditions can stop it.
+fn a_may_preempt_b() -> (Accountant, NegotiatorConfig) {
+    let cfg = NegotiatorConfig::plain()
+        .with_preemption_requirements("True")
+        .unwrap();
+    (ledger(&[("a@d", 0.5), ("b@d", 500.0)]), cfg)
+}
+
 /// A claimed slot without CurrentRank: `MY.Rank > MY.CurrentRank` is undefined, so the
 /// startd does not "prefer" the job, and `MY.Rank >= MY.CurrentRank` is undefined too, so
 /// priority preemption is refused even though PREEMPTION_REQUIREMENTS allows it. With
 /// CurrentRank 0 the same slot is taken for rank.
 #[test]
 fn undefined_current_rank_allows_no_preemption() {
-    let acct = ledger(&[("a@d", 0.5), ("b@d", 500.0)]);
-    let cfg = NegotiatorConfig::plain()
-        .with_preemption_requirements("True")
-        .unwrap();
+    let (acct, cfg) = a_may_preempt_b();
     let o = run(
         vec![busy("b1", "b@d", None)],
         vec![job("a", 1, 0, &[])],
@@ -173,10 +179,7 @@ fn undefined_current_rank_allows_no_preemption() {
 /// Rank 10 against PreemptingRank 20 is neither rank nor priority preemption.
 #[test]
 fn preempting_rank_is_the_rank_to_beat() {
-    let acct = ledger(&[("a@d", 0.5), ("b@d", 500.0)]);
-    let cfg = NegotiatorConfig::plain()
-        .with_preemption_requirements("True")
-        .unwrap();
+    let (acct, cfg) = a_may_preempt_b();
     let mut slot = busy("b1", "b@d", Some("0"));
     slot.insert_expr_str("PreemptingRank", "20").unwrap();
     let o = run(vec![slot], vec![job("a", 1, 0, &[])], &acct, &cfg);

@@ -341,6 +341,21 @@ pub async fn write_retry(
     bail!("write not acknowledged within {within:?}: {last}")
 }
 
+/// A linearizable query (`stale` false) through `addr`, retried for up to `within`: on a
+/// loaded machine the leader may change under it.
+pub async fn query_retry(
+    addr: &str,
+    kind: &str,
+    within: Duration,
+) -> anyhow::Result<serde_json::Value> {
+    eventually(
+        &format!("a linearizable {kind} read"),
+        within,
+        || async move { query(addr, kind, false).await.map(Some) },
+    )
+    .await
+}
+
 /// A query through `addr`; returns the JSON result.
 pub async fn query(addr: &str, kind: &str, stale: bool) -> anyhow::Result<serde_json::Value> {
     let mut c = admin(addr).await?;

@@ -202,17 +202,9 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
             .expect("write");
         assert!(r.ok, "{}", r.error);
     }
-    // A linearizable read; on a loaded machine the leader may change under it, so retry.
-    let before = eventually(
-        "a linearizable read of the state",
-        Duration::from_secs(20),
-        || {
-            let a = all[0].clone();
-            async move { query(&a, "state", false).await.map(Some) }
-        },
-    )
-    .await
-    .expect("state");
+    let before = query_retry(&all[0], "state", Duration::from_secs(20))
+        .await
+        .expect("state");
     assert_eq!(before["limits"]["sw_license"], 4.0);
     for id in c.ids() {
         c.stop(id);
@@ -237,16 +229,9 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
         .expect("restored");
         assert_eq!(after, before, "state on {a} differs after a full restart");
     }
-    let rows = eventually(
-        "a linearizable userprio read",
-        Duration::from_secs(20),
-        || {
-            let a = all[1].clone();
-            async move { query(&a, "userprio", false).await.map(Some) }
-        },
-    )
-    .await
-    .expect("userprio");
+    let rows = query_retry(&all[1], "userprio", Duration::from_secs(20))
+        .await
+        .expect("userprio");
     let alice = rows["rows"]
         .as_array()
         .and_then(|r| r.iter().find(|x| x["name"] == "alice@pool"))
