@@ -4,17 +4,16 @@ ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
 T=${AERIE_SHARED_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)/shared}/tools/reference-htcondor.sh
 export ROOT
 
-# write_slots FILE N: N unclaimed one-core slots slot1@node<i>.ref.test, old syntax, blank-line
-# separated, with WantClaiming = false (see the tool's header) for `$T advertise FILE`.
-write_slots() {
-  : > "$1"
-  for i in $(seq 1 "$2"); do
-    cat >> "$1" <<AD
+# slot_ad NODE [LINES]: one unclaimed one-core slot slot1@NODE.ref.test in old syntax, with
+# WantClaiming = false (see the tool's header), then LINES (later lines replace earlier ones
+# of the same name), then the blank line that ends the ad.
+slot_ad() {
+  cat <<AD
 MyType = "Machine"
-Name = "slot1@node$i.ref.test"
-Machine = "node$i.ref.test"
-MyAddress = "<127.0.0.1:40000?sock=node$i>"
-StartdIpAddr = "<127.0.0.1:40000?sock=node$i>"
+Name = "slot1@$1.ref.test"
+Machine = "$1.ref.test"
+MyAddress = "<127.0.0.1:40000?sock=$1>"
+StartdIpAddr = "<127.0.0.1:40000?sock=$1>"
 State = "Unclaimed"
 Activity = "Idle"
 Arch = "X86_64"
@@ -29,8 +28,16 @@ Rank = 0
 WantClaiming = false
 UidDomain = "ref.test"
 FileSystemDomain = "ref.test"
-
 AD
+  [ -n "${2:-}" ] && printf '%s\n' "$2"
+  echo
+}
+
+# write_slots FILE N: N such slots, node1..nodeN, for `$T advertise FILE`.
+write_slots() {
+  : > "$1"
+  for i in $(seq 1 "$2"); do
+    slot_ad "node$i" >> "$1"
   done
 }
 

@@ -19,32 +19,13 @@ ads="$ROOT/srv/negotiator/slots.ads"
 : > "$ads"
 for spec in a1:group_a.ann:ann:10 a2:group_a.ann:ann:10 b1:bob:bob:0 b2:bob:bob:0; do
   IFS=: read -r node acct user rank <<<"$spec"
-  cat >> "$ads" <<AD
-MyType = "Machine"
-Name = "slot1@$node.ref.test"
-Machine = "$node.ref.test"
-MyAddress = "<127.0.0.1:40000?sock=$node>"
-StartdIpAddr = "<127.0.0.1:40000?sock=$node>"
-State = "Claimed"
-Activity = "Busy"
-RemoteUser = "$user@ref.test"
-RemoteOwner = "$user@ref.test"
-AccountingGroup = "$acct@ref.test"
+  slot_ad "$node" "State = \"Claimed\"
+Activity = \"Busy\"
+RemoteUser = \"$user@ref.test\"
+RemoteOwner = \"$user@ref.test\"
+AccountingGroup = \"$acct@ref.test\"
 CurrentRank = $rank
-Arch = "X86_64"
-OpSys = "LINUX"
-Cpus = 1
-Memory = 1024
-Disk = 1000000
-SlotID = 1
-SlotWeight = Cpus
-Requirements = true
-Rank = 10 * (TARGET.AccountingGroup =?= "group_a.ann")
-WantClaiming = false
-UidDomain = "ref.test"
-FileSystemDomain = "ref.test"
-
-AD
+Rank = 10 * (TARGET.AccountingGroup =?= \"group_a.ann\")" >> "$ads"
 done
 cat > "$ROOT/srv/ref/pool/config.d/groups.conf" <<CFG
 GROUP_NAMES = group_a
