@@ -8,9 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/pool.sh"
 N=${N:-20}
-$T pool-up
-mkdir -p "$ROOT/srv/negotiator"
-ads="$ROOT/srv/negotiator/slots.ads"
+start_pool
 write_slots "$ads" "$N"
 cat > "$ROOT/srv/ref/pool/config.d/groups.conf" <<CFG
 GROUP_NAMES = group_a

@@ -9,9 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/pool.sh"
 N=${N:-33}
-$T pool-up
-mkdir -p "$ROOT/srv/negotiator"
-ads="$ROOT/srv/negotiator/slots.ads"
+start_pool
 write_slots "$ads" "$N"
 $T advertise "$ads"
 for u in alice bob; do

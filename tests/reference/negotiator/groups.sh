@@ -10,9 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/pool.sh"
 N=${N:-30}
 DEMAND=${DEMAND:-hep:60}
-$T pool-up
-mkdir -p "$ROOT/srv/negotiator"
-ads="$ROOT/srv/negotiator/slots.ads"
+start_pool
 write_slots "$ads" "$N"
 cat > "$ROOT/srv/ref/pool/config.d/groups.conf" <<CFG
 GROUP_NAMES = group_physics, group_physics.hep, group_physics.lep, group_chemistry

@@ -3,6 +3,14 @@
 ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
 T=${AERIE_SHARED_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)/shared}/tools/reference-htcondor.sh
 export ROOT
+# Where the scenarios write their slot ads (inside the chroot's /srv).
+ads="$ROOT/srv/negotiator/slots.ads"
+
+# start_pool: starts the reference pool and makes room for the scenario's files.
+start_pool() {
+  $T pool-up
+  mkdir -p "$ROOT/srv/negotiator"
+}
 
 # slot_ad NODE [LINES]: one unclaimed one-core slot slot1@NODE.ref.test in old syntax, with
 # WantClaiming = false (see the tool's header), then LINES (later lines replace earlier ones

@@ -13,9 +13,7 @@
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/rank_preemption.sh
 set -euo pipefail
 . "$(dirname "$0")/pool.sh"
-$T pool-up
-mkdir -p "$ROOT/srv/negotiator"
-ads="$ROOT/srv/negotiator/slots.ads"
+start_pool
 : > "$ads"
 for spec in a1:group_a.ann:ann:10 a2:group_a.ann:ann:10 b1:bob:bob:0 b2:bob:bob:0; do
   IFS=: read -r node acct user rank <<<"$spec"

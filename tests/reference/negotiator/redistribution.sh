@@ -8,9 +8,7 @@
 set -euo pipefail
 . "$(dirname "$0")/pool.sh"
 N=${N:-70}
-$T pool-up
-mkdir -p "$ROOT/srv/negotiator"
-ads="$ROOT/srv/negotiator/slots.ads"
+start_pool
 write_slots "$ads" "$N"
 $T advertise "$ads"
 for spec in a:5:5 b:10:100 c:20:100; do
