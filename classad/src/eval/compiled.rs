@@ -395,10 +395,8 @@ fn fold_binary(op: BinOp, a: Node, b: Node) -> Node {
 #[inline(always)]
 fn operand<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Value {
     match n {
-        Node::Const(v) => v,
-        Node::Target { name, depth } => target_attr(name, *depth, ctx, env, slot),
         Node::Binary(op, a, b) => binary(*op, a, b, ctx, env, slot),
-        _ => run(n, ctx, env, slot),
+        _ => leaf(n, ctx, env, slot),
     }
 }
 
