@@ -312,6 +312,13 @@ impl ClassAd {
         self.find(name, hash).map(|i| &*self.attrs.entries[i].expr)
     }
 
+    /// Lookup by a [`Name`], whose case-insensitive hash is computed once: for loops that
+    /// read the same names from many ads.
+    #[inline]
+    pub fn lookup_by_name(&self, name: &Name) -> Option<&Expr> {
+        self.lookup_name(name).map(|e| &**e)
+    }
+
     #[inline]
     pub(crate) fn lookup_name(&self, name: &Name) -> Option<&Arc<Expr>> {
         self.attrs

@@ -280,7 +280,7 @@ impl<'a> Cycle<'a> {
         }
         static NAMES: std::sync::OnceLock<(HName, HName)> = std::sync::OnceLock::new();
         let (w, c) = NAMES.get_or_init(|| (HName::new("SlotWeight"), HName::new("Cpus")));
-        match w.lookup(ad) {
+        match ad.lookup_by_name(w) {
             Some(_) => num_h(ad, w).unwrap_or(1.0),
             None => num_h(ad, c).unwrap_or(1.0),
         }

@@ -7,27 +7,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-/// An attribute name with its case-insensitive hash ([`classad::name::ci_hash`]), computed
-/// once per cycle rather than once per ad: preparation reads a dozen names from each of
-/// tens of thousands of job ads.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HName {
-    pub name: &'static str,
-    pub hash: u64,
-}
-
-impl HName {
-    pub fn new(name: &'static str) -> Self {
-        HName {
-            name,
-            hash: classad::name::ci_hash(name),
-        }
-    }
-    #[inline]
-    pub fn lookup<'e>(&self, ad: &'e ClassAd) -> Option<&'e Expr> {
-        ad.lookup_hashed(self.name, self.hash)
-    }
-}
+/// An attribute name with its case-insensitive hash computed once per cycle rather than once
+/// per ad (preparation reads a dozen names from each of tens of thousands of job ads):
+/// classad's own [`classad::Name`], looked up with [`ClassAd::lookup_by_name`].
+pub(crate) type HName = classad::Name;
 
 /// The names preparation reads from every slot ad.
 pub(crate) struct SlotNames {
@@ -72,9 +55,9 @@ impl SlotNames {
 /// anything else is evaluated.
 #[inline]
 pub(crate) fn value_h<'e>(ad: &'e ClassAd, n: &HName) -> Cow<'e, Value> {
-    match n.lookup(ad) {
+    match ad.lookup_by_name(n) {
         Some(Expr::Lit(v)) => Cow::Borrowed(v),
-        Some(_) => Cow::Owned(ad.eval_attr(n.name)),
+        Some(_) => Cow::Owned(ad.eval_attr(n.as_str())),
         None => Cow::Owned(Value::Undefined),
     }
 }
