@@ -348,6 +348,11 @@ impl ClassAd {
             .map(|a| (a.name.as_str(), &*a.expr))
     }
 
+    /// The attributes with their [`Name`]s (which carry the case-insensitive hash), in order.
+    pub fn iter_named(&self) -> impl Iterator<Item = (&Name, &Expr)> {
+        self.attrs.entries.iter().map(|a| (&a.name, &*a.expr))
+    }
+
     pub fn len(&self) -> usize {
         self.attrs.entries.len()
     }

@@ -64,7 +64,13 @@ pub(crate) fn value_h<'e>(ad: &'e ClassAd, n: &HName) -> Cow<'e, Value> {
 
 #[inline]
 pub(crate) fn num_h(ad: &ClassAd, n: &HName) -> Option<f64> {
-    match *value_h(ad, n) {
+    number(&value_h(ad, n))
+}
+
+/// A value as a number, as preparation reads numeric attributes (booleans count as 0/1).
+#[inline]
+pub(crate) fn number(v: &Value) -> Option<f64> {
+    match *v {
         Value::Int(i) => Some(i as f64),
         Value::Real(r) => Some(r),
         Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
@@ -74,7 +80,13 @@ pub(crate) fn num_h(ad: &ClassAd, n: &HName) -> Option<f64> {
 
 #[inline]
 pub(crate) fn bool_h(ad: &ClassAd, n: &HName) -> Option<bool> {
-    match *value_h(ad, n) {
+    truth(&value_h(ad, n))
+}
+
+/// A value as a flag (a boolean, or an integer that is not 0).
+#[inline]
+pub(crate) fn truth(v: &Value) -> Option<bool> {
+    match *v {
         Value::Bool(b) => Some(b),
         Value::Int(i) => Some(i != 0),
         _ => None,
@@ -84,7 +96,13 @@ pub(crate) fn bool_h(ad: &ClassAd, n: &HName) -> Option<bool> {
 /// A string attribute, borrowed from the ad when it is a literal.
 #[inline]
 pub(crate) fn str_h<'e>(ad: &'e ClassAd, n: &HName) -> Option<Cow<'e, str>> {
-    match value_h(ad, n) {
+    string(value_h(ad, n))
+}
+
+/// A string value, still borrowed if it was.
+#[inline]
+pub(crate) fn string(v: Cow<'_, Value>) -> Option<Cow<'_, str>> {
+    match v {
         Cow::Borrowed(Value::Str(s)) => Some(Cow::Borrowed(&**s)),
         Cow::Owned(Value::Str(s)) => Some(Cow::Owned(s.to_string())),
         _ => None,

@@ -1,7 +1,7 @@
 //! One pass over a job or slot ad: each attribute is classified as it is iterated (a job
 //! field, a significant name, both or neither) instead of being looked up name by name, so
 //! that every ad's scattered attributes are read once per cycle.
-use super::prep::{hash_expr, FxHasher};
+use super::prep::{hash_expr, number, string, truth, FxHasher};
 use classad::{ClassAd, Expr, Value};
 use std::borrow::Cow;
 use std::hash::Hasher;
@@ -47,33 +47,6 @@ pub(crate) mod field {
     ];
 }
 
-/// A cheap case-insensitive hash of an attribute name, for [`RoleTable`] only: eight bytes
-/// at a time with the ASCII case bit folded (exact for identifier characters; anything it
-/// conflates is told apart by the name comparison that follows every hit).
-#[inline]
-fn name_hash(s: &str) -> u64 {
-    let b = s.as_bytes();
-    let mut h = (b.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ (u64::from_le_bytes(w) | 0x2020_2020_2020_2020))
-            .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
-            .rotate_left(23);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        let fold = 0x2020_2020_2020_2020u64 >> (8 * (8 - rest.len()));
-        h = (h ^ (u64::from_le_bytes(w) | fold))
-            .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
-            .rotate_left(23);
-    }
-    h ^ (h >> 29)
-}
-
 const NO_ROLE: u32 = u32::MAX;
 
 /// What an attribute name means to preparation: a job field, a significant name (index into
@@ -105,7 +78,7 @@ impl RoleTable {
     }
 
     fn entry(&mut self, name: &str) -> &mut (u64, Box<str>, u32, u32) {
-        let h = name_hash(name);
+        let h = classad::name::ci_hash(name);
         let mut i = h as usize & self.mask;
         loop {
             let s = &self.slots[i];
@@ -122,7 +95,7 @@ impl RoleTable {
         s
     }
 
-    /// (field, significant index) of `name`, given its [`name_hash`].
+    /// (field, significant index) of `name`, given its [`classad::name::ci_hash`].
     #[inline]
     fn roles(&self, name: &str, h: u64) -> (u32, u32) {
         let mut i = h as usize & self.mask;
@@ -131,7 +104,7 @@ impl RoleTable {
             if s.1.is_empty() {
                 return (NO_ROLE, NO_ROLE);
             }
-            if s.0 == h && s.1.eq_ignore_ascii_case(name) {
+            if s.0 == h && classad::name::eq_ci(&s.1, name) {
                 return (s.2, s.3);
             }
             i = (i + 1) & self.mask;
@@ -160,9 +133,10 @@ pub(crate) fn scan_job<'e>(
     sig.resize(roles.sig_len, None);
     let mut fields = [None; field::COUNT];
     let mut fp = FxHasher::default();
-    for (n, e) in ad.iter() {
-        let h = name_hash(n);
-        let (f, k) = roles.roles(n, h);
+    for (n, e) in ad.iter_named() {
+        // The ad's names carry their hash: nothing is hashed here.
+        let h = n.hash();
+        let (f, k) = roles.roles(n.as_str(), h);
         if f != NO_ROLE {
             fields[f as usize] = Some(e);
         }
@@ -193,8 +167,8 @@ pub(crate) fn scan_job<'e>(
 pub(crate) fn scan_sig<'e>(ad: &'e ClassAd, roles: &RoleTable, view: &mut Vec<Option<&'e Expr>>) {
     view.clear();
     view.resize(roles.sig_len, None);
-    for (n, e) in ad.iter() {
-        let (_, k) = roles.roles(n, name_hash(n));
+    for (n, e) in ad.iter_named() {
+        let (_, k) = roles.roles(n.as_str(), n.hash());
         if k != NO_ROLE {
             view[k as usize] = Some(e);
         }
@@ -213,27 +187,14 @@ impl<'e> JobScan<'e> {
     }
     #[inline]
     pub fn num(&self, f: usize) -> Option<f64> {
-        match *self.value(f) {
-            Value::Int(i) => Some(i as f64),
-            Value::Real(r) => Some(r),
-            Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
-            _ => None,
-        }
+        number(&self.value(f))
     }
     #[inline]
     pub fn bool(&self, f: usize) -> Option<bool> {
-        match *self.value(f) {
-            Value::Bool(b) => Some(b),
-            Value::Int(i) => Some(i != 0),
-            _ => None,
-        }
+        truth(&self.value(f))
     }
     #[inline]
     pub fn str(&self, f: usize) -> Option<Cow<'e, str>> {
-        match self.value(f) {
-            Cow::Borrowed(Value::Str(s)) => Some(Cow::Borrowed(&**s)),
-            Cow::Owned(Value::Str(s)) => Some(Cow::Owned(s.to_string())),
-            _ => None,
-        }
+        string(self.value(f))
     }
 }
