@@ -780,7 +780,10 @@ def main(argv):
     if a.worker:
         worker_main(a.worker[0], a.worker[1], int(a.worker[2]), int(a.worker[3]))
         return 0
-    out = open(a.out + ".tmp", "w", encoding="utf-8") if a.out else sys.stdout
+    # A name of this process's own, so two generators writing the same cache file at once
+    # (tests in separate processes) cannot remove each other's half-written file.
+    tmp = "%s.%d.tmp" % (a.out, os.getpid()) if a.out else None
+    out = open(tmp, "w", encoding="utf-8") if a.out else sys.stdout
     if a.no_eval:
         rows = generate(a.seed, a.count)
     elif a.eval or a.unparse or a.old_ads:
@@ -801,7 +804,7 @@ def main(argv):
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
     if a.out:
         out.close()
-        os.replace(a.out + ".tmp", a.out)
+        os.replace(tmp, a.out)
     return 0
 
 

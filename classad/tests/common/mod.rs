@@ -82,13 +82,17 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
 /// Generated cases with the reference's results, cached in the temp dir by generator hash,
 /// seed and count (generating 100,000 takes the reference ~30 s; reading the cache, ~1 s).
 pub fn generated_cases(seed: u64, count: usize) -> Vec<Json> {
-    // Tests run in parallel threads; only one of them generates a given cache file.
+    // Tests run in parallel threads and, under nextest, in parallel processes: an exclusive
+    // lock on a file beside the cache makes exactly one of them generate it while the others
+    // wait, then read it (the generator also writes under a name of its own before renaming).
     static GENERATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = GENERATING.lock().unwrap_or_else(|p| p.into_inner());
     let script = std::fs::read(generator_script()).expect("reading classad_gen.py");
     let dir = std::env::temp_dir().join("aerie-classad-diff");
     std::fs::create_dir_all(&dir).expect("creating the cache dir");
     let file = dir.join(format!("gen-{:016x}-{seed}-{count}.jsonl", fnv64(&script)));
+    let lock = std::fs::File::create(file.with_extension("lock")).expect("creating the cache lock");
+    lock.lock().expect("locking the cache");
     if !file.exists() {
         let py = reference_python();
         let status = Command::new(&py)
