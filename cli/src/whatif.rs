@@ -4,8 +4,8 @@
 //! Inputs are what the HTCondor tools print: slots from `condor_status -long`, idle jobs from
 //! `condor_q -long`, priorities from `condor_userprio -l` (flat or `-modular`), configuration
 //! in HTCondor syntax. The cycle is the same pure function the Raft leader runs.
-use aerie_cm::accountant::{parse_userprio, Accountant};
-use aerie_cm::negotiator::{negotiate, LimitedBy, NegotiationInput, NegotiatorConfig, Outcome};
+use aerie_core::accountant::{parse_userprio, Accountant};
+use aerie_core::negotiator::{negotiate, LimitedBy, NegotiationInput, NegotiatorConfig, Outcome};
 use anyhow::Context;
 use classad::ClassAd;
 use serde_json::json;

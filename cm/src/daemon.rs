@@ -142,7 +142,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         RaftKnobs::from_lookup(|name| cfg.as_ref().and_then(|c| c.string(name).ok().flatten()))?;
     let accountant_params = match &cfg {
         Some(c) => Some(
-            crate::accountant::AccountantParams::from_config(c)
+            aerie_core::accountant::AccountantParams::from_config(c)
                 .map_err(|e| anyhow::anyhow!("accountant configuration: {e}"))?,
         ),
         None => None,
@@ -297,7 +297,7 @@ async fn sync_accountant_params(
     raft: Raft,
     state: crate::store::SharedState,
     id: NodeId,
-    params: crate::accountant::AccountantParams,
+    params: aerie_core::accountant::AccountantParams,
 ) {
     let mut rx = raft.metrics();
     let mut done_term = None;
@@ -315,8 +315,8 @@ async fn sync_accountant_params(
                     *a.state.accountant.params() != params
                 };
                 if differs {
-                    let cmd = crate::state::Request::new(crate::state::Command::Accountant(
-                        crate::accountant::AccountantCommand::SetParams(params.clone()),
+                    let cmd = aerie_core::state::Request::new(aerie_core::state::Command::Accountant(
+                        aerie_core::accountant::AccountantCommand::SetParams(params.clone()),
                     ));
                     match raft.client_write(cmd).await {
                         Ok(r) if r.data.ok => {

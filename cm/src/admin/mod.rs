@@ -13,7 +13,7 @@ mod query;
 
 use crate::raft::network::{lazy_channel, PeerHealth};
 use crate::raft::{ClientWriteError, Node, NodeId, Raft, RaftError};
-use crate::state::{Command, Request};
+use aerie_core::state::{Command, Request};
 use crate::store::SharedState;
 use aerie_proto::admin::{self as pb, admin_client::AdminClient, admin_server};
 use openraft::error::ForwardToLeader;

@@ -1,5 +1,5 @@
 //! Read-only queries against the applied state (answered after the linearizability check).
-use crate::state::PoolState;
+use aerie_core::state::PoolState;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -12,7 +12,7 @@
 use super::service::{unix_now, SharedTable};
 use super::{AdKey, AdTable, ReplicatedAd};
 use crate::raft::{NodeId, Raft};
-use crate::state::{AdRecord, Command, Request};
+use aerie_core::state::{AdRecord, Command, Request};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 

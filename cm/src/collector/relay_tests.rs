@@ -2,7 +2,7 @@
 use super::absent::{plan, record_name, replicated_ads, Replicated, OFFLINE_BUCKET};
 use super::relay::RelayQueue;
 use super::*;
-use crate::state::{AdRecord, Command};
+use aerie_core::state::{AdRecord, Command};
 
 const T0: i64 = 1_700_000_000;
 

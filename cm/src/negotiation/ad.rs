@@ -1,7 +1,7 @@
 //! Step 9 of a cycle: the Negotiator ad, with the `LastNegotiationCycle*0` figures HTCondor's
 //! negotiator publishes (`Matchmaker::publishNegotiationCycleStats`), so `condor_status
 //! -negotiator -long` habits and monitoring keep working.
-use crate::state::CycleRecord;
+use aerie_core::state::CycleRecord;
 use classad::{ClassAd, Value};
 use std::collections::BTreeMap;
 

@@ -7,10 +7,10 @@ use super::requests::fetch_jobs;
 use super::snapshot::PoolSnapshot;
 use super::usage::claimed_usage;
 use super::Negotiation;
-use crate::accountant::AccountantCommand;
-use crate::negotiator::{negotiate, LimitedBy, NegotiationInput};
+use aerie_core::accountant::AccountantCommand;
+use aerie_core::negotiator::{negotiate, LimitedBy, NegotiationInput};
 use crate::raft::{ClientWriteError, RaftError};
-use crate::state::{Command, CycleRecord, Request};
+use aerie_core::state::{Command, CycleRecord, Request};
 use std::time::Instant;
 
 /// How a cycle ended.
@@ -48,7 +48,7 @@ impl Negotiation {
     }
 
     /// Commits one command; `Ok(None)` when leadership was lost.
-    async fn commit(&self, cmd: Command) -> Result<Option<crate::state::CommandResponse>, String> {
+    async fn commit(&self, cmd: Command) -> Result<Option<aerie_core::state::CommandResponse>, String> {
         match tokio::time::timeout(
             self.knobs.ap_timeout * 2,
             self.raft.client_write(Request::new(cmd)),

@@ -1,7 +1,7 @@
 //! Step 7 of a cycle: turn the matches into grants, one batch per access point, and deliver
 //! them (`AccessPoint.DeliverGrants`), counting what the access points took.
 use super::snapshot::{attr_str, PoolSnapshot};
-use crate::negotiator::Outcome;
+use aerie_core::negotiator::Outcome;
 use aerie_proto::negotiation::{access_point_client::AccessPointClient, Grant, GrantBatch};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -156,7 +156,7 @@ pub async fn deliver(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::negotiator::{Match, MatchReason};
+    use aerie_core::negotiator::{Match, MatchReason};
     use classad::ClassAd;
 
     fn slot(name: &str, addr_attr: &str) -> ClassAd {

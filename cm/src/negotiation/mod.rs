@@ -34,7 +34,7 @@ pub use cycle::{Completed, CycleEnd, CycleError};
 pub use knobs::Knobs;
 
 use crate::collector::service::SharedTable;
-use crate::negotiator::NegotiatorConfig;
+use aerie_core::negotiator::NegotiatorConfig;
 use crate::raft::{NodeId, Raft};
 use crate::store::SharedState;
 use std::sync::Arc;

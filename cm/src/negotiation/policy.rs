@@ -1,9 +1,9 @@
 //! Step 5 of a cycle: the configuration the leader negotiates with — the configuration file's
 //! `NegotiatorConfig` with the replicated runtime policy (`cmctl quota`, `cmctl limit`) laid
 //! over it, so every leader negotiates with the same policy whatever its own file says.
-use crate::accountant::AccountantParams;
-use crate::negotiator::{GroupQuota, NegotiatorConfig};
-use crate::state::{GroupPolicy, Quota};
+use aerie_core::accountant::AccountantParams;
+use aerie_core::negotiator::{GroupQuota, NegotiatorConfig};
+use aerie_core::state::{GroupPolicy, Quota};
 use std::collections::BTreeMap;
 
 /// Lays the replicated policy over `base`:

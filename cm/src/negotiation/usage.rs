@@ -4,7 +4,7 @@
 //! count in `crate::negotiator`): every slot in state `Claimed` (or `Preempting`) that is not
 //! a partitionable slot charges its `SlotWeight` (else `Cpus`, else 1; 1 when slot weights are
 //! off) to the slot's `AccountingGroup` if it has one, else to its `RemoteUser`.
-use crate::accountant::Usage;
+use aerie_core::accountant::Usage;
 use classad::{ClassAd, Value};
 use std::collections::BTreeMap;
 

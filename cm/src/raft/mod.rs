@@ -9,7 +9,7 @@ pub mod config;
 pub mod network;
 pub mod service;
 
-use crate::state::{CommandResponse, Request};
+use aerie_core::state::{CommandResponse, Request};
 use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 

@@ -4,7 +4,7 @@
 //! persisted as snapshots in RocksDB; see the module docs of `store` for the recovery story.
 use super::{write_opts_sync, CF_META};
 use crate::raft::{Entry, LogId, NodeId, Snapshot, SnapshotMeta, StoredMembership, TypeConfig};
-use crate::state::{CommandResponse, PoolState};
+use aerie_core::state::{CommandResponse, PoolState};
 use anyhow::Context;
 use openraft::storage::RaftStateMachine;
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageError, StorageIOError};

@@ -2,7 +2,7 @@
 # Differential scenario for GROUP_AUTOREGROUP: 20 slots; group_a has a static quota of 5, no
 # surplus, autoregroup on; ann (group_a) has 30 jobs, nobody (no group) has 2.
 # Prints MATCHES per submitter for the first cycle that saw both submitters.
-# Aerie's expectation (cm/tests/negotiator_seeds.rs
+# Aerie's expectation (core/tests/negotiator_seeds.rs
 # `autoregroup_lets_a_group_past_its_quota_in_the_none_round`): ann 18, nobody 2 (as the real one).
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/autoregroup.sh
 set -euo pipefail

@@ -3,7 +3,7 @@
 # (fresh) priorities and 50 idle jobs each. Runs the real HTCondor 23.9.6 pool in the chroot
 # and prints the matches of its first negotiation cycle per submitter, as
 #   MATCHES <submitter> <count>
-# Aerie's expectation (cm/tests/negotiator_seeds.rs `deterministic`): 16 + 16, the 33rd slot
+# Aerie's expectation (core/tests/negotiator_seeds.rs `deterministic`): 16 + 16, the 33rd slot
 # is a crumb below the minimum slot weight and stays unmatched in that cycle.
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/crumbs.sh
 set -euo pipefail

@@ -3,7 +3,7 @@
 # (no surplus), physics.hep 15 and physics.lep 5 (surplus), chemistry 10; oversubscription off.
 # DEMAND="hep:60" (default) or e.g. DEMAND="hep:60 lep:60 chemistry:60".
 # Prints MATCHES per submitter for the first cycle that saw every submitter.
-# Aerie's expectation (cm/tests/negotiator_seeds.rs `surplus_hard_cap`): hep only -> 20;
+# Aerie's expectation (core/tests/negotiator_seeds.rs `surplus_hard_cap`): hep only -> 20;
 # all three -> 15 / 5 / 10.
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/groups.sh
 set -euo pipefail

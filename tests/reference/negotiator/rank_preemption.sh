@@ -6,7 +6,7 @@
 # negotiates in the first spin for startd rank only. ann has 3 identical idle jobs (one
 # autocluster). PREEMPTION_REQUIREMENTS is False (no priority preemption).
 # Prints MATCHES per submitter for the first cycle that saw ann.
-# Aerie's expectation (cm/tests/negotiator_startd_rank.rs
+# Aerie's expectation (core/tests/negotiator_startd_rank.rs
 # `over_limit_first_spin_rank_preempts_once_per_autocluster`): ann 1 (a fresh scan for the
 # autocluster's first job preempts b1 by rank; the next job, from the cached match list, is
 # held to the submitter limit).

@@ -2,7 +2,7 @@
 # Differential scenario for the negotiator: 70 one-core slots; a, b, c with real priorities
 # 5, 10, 20 (factor 1); a has 5 idle jobs, b and c 100 each. Prints the matches of the first
 # cycle that saw all three submitters, as MATCHES <submitter> <count>.
-# Aerie's expectation (cm/tests/negotiator_seeds.rs `unused_share_is_redistributed_by_later_spins`):
+# Aerie's expectation (core/tests/negotiator_seeds.rs `unused_share_is_redistributed_by_later_spins`):
 # a 5, b 46, c 19.
 # Run as root: ROOT=/var/lib/aerie-reference/htcondor-root tests/reference/negotiator/redistribution.sh
 set -euo pipefail

@@ -11,8 +11,8 @@
 //   no priority preemption either: `MY.Rank >= MY.CurrentRank` must hold for that).
 mod negotiation_common;
 
-use aerie_cm::accountant::Accountant;
-use aerie_cm::negotiator::{GroupQuota, MatchReason, NegotiatorConfig, Outcome};
+use aerie_core::accountant::Accountant;
+use aerie_core::negotiator::{GroupQuota, MatchReason, NegotiatorConfig, Outcome};
 use classad::ClassAd;
 use negotiation_common::{ad, job, ledger, run};
 

@@ -3,8 +3,8 @@
 // test says so and asserts what HTCondor does.
 mod negotiation_common;
 
-use aerie_cm::accountant::{Accountant, AccountantCommand, AccountantParams};
-use aerie_cm::negotiator::{GroupQuota, LimitedBy, MatchReason, NegotiatorConfig, Outcome};
+use aerie_core::accountant::{Accountant, AccountantCommand, AccountantParams};
+use aerie_core::negotiator::{GroupQuota, LimitedBy, MatchReason, NegotiatorConfig, Outcome};
 use classad::ClassAd;
 use negotiation_common::{ad, job, ledger, run};
 use std::collections::BTreeMap;

@@ -1,8 +1,8 @@
 //! Helpers shared by the negotiator's test files: ads from attribute lists, a ledger of
 //! priorities, and one call of `negotiate` at a fixed time.
 #![allow(dead_code)]
-use aerie_cm::accountant::{Accountant, AccountantCommand, AccountantParams};
-use aerie_cm::negotiator::{negotiate, NegotiationInput, NegotiatorConfig, Outcome};
+use aerie_core::accountant::{Accountant, AccountantCommand, AccountantParams};
+use aerie_core::negotiator::{negotiate, NegotiationInput, NegotiatorConfig, Outcome};
 use classad::ClassAd;
 
 /// An ad from `(name, expression)` pairs.

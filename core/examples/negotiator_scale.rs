@@ -1,6 +1,6 @@
 // Synthetic-pool benchmark of one negotiation cycle.
 //
-//   cargo run --release -p aerie-cm --example negotiator_scale -- \
+//   cargo run --release -p aerie-core --example negotiator_scale -- \
 //       --slots 10000 --jobs 50000 --submitters 50 [--groups] [--preemption] [--pslots] [--runs 3]
 //
 // Pool: machines of 8 static 1-core slots (SlotID 1..8), four machine types (memory, KFlops),
@@ -8,8 +8,8 @@
 // priorities). Jobs: each submitter has 6 kinds of job (request memory x requirements), so
 // about 6 x submitters autoclusters. --groups puts submitters in 5 groups with static quotas
 // and surplus. The configuration is HTCondor 23.9.6's default (admin ranks included).
-use aerie_cm::accountant::{Accountant, AccountantCommand, AccountantParams};
-use aerie_cm::negotiator::{negotiate, GroupQuota, NegotiationInput, NegotiatorConfig};
+use aerie_core::accountant::{Accountant, AccountantCommand, AccountantParams};
+use aerie_core::negotiator::{negotiate, GroupQuota, NegotiationInput, NegotiatorConfig};
 use classad::{ClassAd, Value};
 use std::time::Instant;
 
