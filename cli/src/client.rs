@@ -6,6 +6,8 @@
 //! within the connect timeout is skipped. Writes and linearizable reads are forwarded to the
 //! leader by the CM itself; if a CM answers "not leader" with the leader's address instead,
 //! the client follows it.
+use aerie_core::admin::{AdminQuery, ErrorKind, Query, ERROR_KIND_METADATA};
+use aerie_core::state::{Command, CommandResult, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
 use anyhow::{anyhow, bail, Context};
 use std::time::Duration;
@@ -36,6 +38,15 @@ impl ConnectArgs {
         }
         Ok(addrs)
     }
+}
+
+/// A committed write.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The log index the command was committed at.
+    pub log_index: u64,
+    /// What the command answered, for the commands that answer something.
+    pub result: Option<CommandResult>,
 }
 
 /// A failover-capable admin client.
@@ -140,9 +151,9 @@ impl Client {
         )
     }
 
-    /// Submits a state-machine command (JSON of the versioned `Command`).
-    pub fn write(&mut self, command_json: &str) -> anyhow::Result<pb::WriteReply> {
-        let json = command_json.to_string();
+    /// Submits a state-machine command; the CM forwards it to the leader.
+    pub fn write(&mut self, cmd: Command) -> anyhow::Result<pb::WriteReply> {
+        let json = serde_json::to_string(&Request::new(cmd)).context("encoding the command")?;
         self.call("write", move |mut c, timeout| {
             let json = json.clone();
             async move {
@@ -152,42 +163,45 @@ impl Client {
                 });
                 req.set_timeout(timeout);
                 match c.write(req).await {
-                    Ok(r) => {
-                        let r = r.into_inner();
-                        if !r.ok && r.error.starts_with("not leader") {
-                            if let Some(l) = r.leader.as_ref().filter(|l| !l.addr.is_empty()) {
-                                return Ok(Attempt::Redirect(l.addr.clone()));
-                            }
-                        }
-                        Ok(Attempt::Done(r))
-                    }
+                    Ok(r) => Ok(redirect_or_done(r.into_inner(), |r| {
+                        (r.redirect, r.leader.as_ref())
+                    })),
                     Err(s) => status_attempt(s),
                 }
             }
         })
     }
 
-    /// A write that must succeed: refused commands become errors.
-    pub fn write_ok(&mut self, command_json: &str) -> anyhow::Result<pb::WriteReply> {
-        let r = self.write(command_json)?;
+    /// A write that must succeed: refused commands become errors. Returns the log index it
+    /// was committed at and what the command answered.
+    pub fn write_ok(&mut self, cmd: Command) -> anyhow::Result<Written> {
+        let r = self.write(cmd)?;
         if !r.ok {
             bail!("{}", r.error);
         }
-        Ok(r)
+        let result = if r.result_json.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::from_str(&r.result_json)
+                    .with_context(|| format!("decoding the CM's answer {:?}", r.result_json))?,
+            )
+        };
+        Ok(Written {
+            log_index: r.log_index,
+            result,
+        })
     }
 
-    /// Runs a read query; `stale` answers from the first reachable CM without a quorum check.
-    pub fn query(
-        &mut self,
-        kind: &str,
-        args_json: &str,
-        stale: bool,
-    ) -> anyhow::Result<pb::QueryReply> {
-        let (kind, args) = (kind.to_string(), args_json.to_string());
-        self.call("query", move |mut c, timeout| {
+    /// Runs a read query and decodes its typed answer; `stale` answers from the first
+    /// reachable CM without a quorum check.
+    pub fn query<Q: AdminQuery>(&mut self, q: Q, stale: bool) -> anyhow::Result<Q::Answer> {
+        let query: Query = q.into();
+        let name = query.name();
+        let json = serde_json::to_string(&query).context("encoding the query")?;
+        let r = self.call("query", move |mut c, timeout| {
             let req = pb::QueryRequest {
-                kind: kind.clone(),
-                args_json: args.clone(),
+                query_json: json.clone(),
                 stale,
                 forwarded: false,
             };
@@ -199,7 +213,9 @@ impl Client {
                     Err(s) => status_attempt(s),
                 }
             }
-        })
+        })?;
+        serde_json::from_str(&r.answer_json)
+            .with_context(|| format!("decoding the CM's {name} answer"))
     }
 
     /// The status of one CM (no failover: the caller asks each).
@@ -262,29 +278,46 @@ impl Client {
     }
 }
 
+/// A reply that names the leader to resend to (`redirect`) is followed; any other is final.
+fn redirect_or_done<T>(
+    r: T,
+    redirect: impl Fn(&T) -> (bool, Option<&pb::LeaderHint>),
+) -> Attempt<T> {
+    if let (true, Some(l)) = redirect(&r) {
+        if !l.addr.is_empty() {
+            return Attempt::Redirect(l.addr.clone());
+        }
+    }
+    Attempt::Done(r)
+}
+
 fn member_attempt(
     r: Result<tonic::Response<pb::MemberReply>, tonic::Status>,
 ) -> anyhow::Result<Attempt<pb::MemberReply>> {
     match r {
-        Ok(r) => {
-            let r = r.into_inner();
-            if !r.ok && r.error.starts_with("not leader") {
-                if let Some(l) = r.leader.as_ref().filter(|l| !l.addr.is_empty()) {
-                    return Ok(Attempt::Redirect(l.addr.clone()));
-                }
-            }
-            Ok(Attempt::Done(r))
-        }
+        Ok(r) => Ok(redirect_or_done(r.into_inner(), |r| {
+            (r.redirect, r.leader.as_ref())
+        })),
         Err(s) => status_attempt(s),
     }
+}
+
+/// The kind of error a CM said it answered with, if the status came from a CM at all.
+fn error_kind(s: &tonic::Status) -> Option<ErrorKind> {
+    s.metadata()
+        .get(ERROR_KIND_METADATA)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ErrorKind::parse)
 }
 
 /// Transport-level failures move on to the next CM; answers from a CM are final.
 fn status_attempt<T>(s: tonic::Status) -> anyhow::Result<Attempt<T>> {
     let text = status_text(&s);
+    if error_kind(&s).is_some() {
+        // The CM answered (a "no quorum" CM has spoken for the cluster).
+        return Err(anyhow!(text));
+    }
     match s.code() {
-        // A CM that answered "no quorum" has spoken for the cluster.
-        tonic::Code::Unavailable if s.message().starts_with("no quorum") => Err(anyhow!(text)),
         tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown => {
             Ok(Attempt::Unreachable(text))
         }
@@ -294,7 +327,7 @@ fn status_attempt<T>(s: tonic::Status) -> anyhow::Result<Attempt<T>> {
 
 fn status_text(s: &tonic::Status) -> String {
     let m = s.message();
-    if s.code() == tonic::Code::Unavailable && !m.starts_with("no quorum") {
+    if s.code() == tonic::Code::Unavailable && error_kind(s).is_none() {
         // tonic's connection errors are terse ("transport error"); say what it means.
         format!("not reachable ({m})")
     } else if s.code() == tonic::Code::DeadlineExceeded {

@@ -2,7 +2,8 @@
 //! leader-run negotiation. The flags are replicated through Raft, so they work through any CM
 //! and hold across leader changes.
 use crate::client::{Client, ConnectArgs};
-use serde_json::{json, Value};
+use aerie_core::admin::{NegotiatorQuery, NegotiatorReport};
+use aerie_core::state::{Command, CommandResult};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,9 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.cmd {
         Cmd::Pause | Cmd::Resume => {
             let paused = matches!(args.cmd, Cmd::Pause);
-            let r = client.write_ok(
-                &json!({"v": 1, "cmd": {"SetNegotiatorPaused": {"paused": paused}}}).to_string(),
-            )?;
+            let r = client.write_ok(Command::SetNegotiatorPaused { paused })?;
             println!(
                 "negotiation {} (committed at log index {})",
                 if paused { "paused" } else { "resumed" },
@@ -47,11 +46,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Cmd::CycleNow => {
-            let r = client.write_ok(&json!({"v": 1, "cmd": "RequestCycle"}).to_string())?;
-            let paused = serde_json::from_str::<Value>(&r.result_json)
-                .ok()
-                .and_then(|v| v["paused"].as_bool())
-                .unwrap_or(false);
+            let r = client.write_ok(Command::RequestCycle)?;
+            let paused = matches!(
+                r.result,
+                Some(CommandResult::CycleRequested { paused: true, .. })
+            );
             println!("cycle requested (committed at log index {})", r.log_index);
             if paused {
                 println!(
@@ -61,12 +60,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(0)
         }
         Cmd::Status { stale, json } => {
-            let r = client.query("negotiator", "", stale)?;
-            let v: Value = serde_json::from_str(&r.result_json)?;
+            let r = client.query(NegotiatorQuery, stale)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                print!("{}", render_status(&v));
+                print!("{}", render_status(&r));
             }
             Ok(0)
         }
@@ -74,22 +72,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 /// The human-readable status.
-pub fn render_status(v: &Value) -> String {
+pub fn render_status(v: &NegotiatorReport) -> String {
     let mut out = String::new();
-    match v.get("leader").filter(|l| !l.is_null()) {
-        Some(l) => out.push_str(&format!(
-            "Leader:      node {} at {}\n",
-            l["id"],
-            l["addr"].as_str().unwrap_or("?")
-        )),
+    match &v.leader {
+        Some(l) => out.push_str(&format!("Leader:      node {} at {}\n", l.id, l.addr)),
         None => out.push_str("Leader:      none known\n"),
     }
-    let paused = v["paused"].as_bool().unwrap_or(false);
+    let paused = v.paused;
     out.push_str(&format!(
         "Negotiation: {}\n",
         if paused { "PAUSED" } else { "running" }
     ));
-    let cycles = v["cycles"].as_array().cloned().unwrap_or_default();
+    let cycles = &v.cycles;
     if cycles.is_empty() {
         out.push_str("No negotiation cycle recorded yet.\n");
         return out;
@@ -107,20 +101,19 @@ pub fn render_status(v: &Value) -> String {
         "Accepted",
         "Refused"
     ));
-    for c in &cycles {
-        let n = |k: &str| c[k].as_u64().unwrap_or(0);
+    for c in cycles {
         out.push_str(&format!(
             "{:>5} {:>6} {:>6} {:>20} {:>8.2} {:>6} {:>6} {:>7} {:>8} {:>7}\n",
-            n("term"),
-            n("cycle"),
-            n("leader_id"),
-            utc(c["end_time"].as_i64().unwrap_or(0)),
-            c["duration_seconds"].as_f64().unwrap_or(0.0),
-            n("slots"),
-            n("idle_jobs"),
-            n("matches"),
-            n("grants_accepted"),
-            n("grants_refused"),
+            c.term,
+            c.cycle,
+            c.leader_id,
+            utc(c.end_time),
+            c.duration_seconds,
+            c.slots,
+            c.idle_jobs,
+            c.matches,
+            c.grants_accepted,
+            c.grants_refused,
         ));
     }
     out
@@ -150,22 +143,37 @@ fn utc(t: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aerie_core::admin::LeaderInfo;
+    use aerie_core::state::CycleRecord;
 
     #[test]
     fn status_shows_leader_pause_and_cycles() {
-        let v = json!({
-            "leader": {"id": 2, "addr": "127.0.0.1:9000"},
-            "paused": true,
-            "cycle_requests": 1,
-            "cycles": [{"term": 3, "cycle": 1, "leader_id": 2, "end_time": 86400,
-                        "duration_seconds": 0.25, "slots": 4, "idle_jobs": 3, "matches": 3,
-                        "grants_accepted": 3, "grants_refused": 0}]
-        });
+        let v = NegotiatorReport {
+            leader: Some(LeaderInfo {
+                id: 2,
+                addr: "127.0.0.1:9000".into(),
+            }),
+            paused: true,
+            cycle_requests: 1,
+            cycles: vec![CycleRecord {
+                term: 3,
+                cycle: 1,
+                leader_id: 2,
+                end_time: 86400,
+                duration_seconds: 0.25,
+                slots: 4,
+                idle_jobs: 3,
+                matches: 3,
+                grants_accepted: 3,
+                grants_refused: 0,
+                ..Default::default()
+            }],
+        };
         let s = render_status(&v);
         assert!(s.contains("node 2 at 127.0.0.1:9000"), "{s}");
         assert!(s.contains("PAUSED"));
         assert!(s.contains("1970-01-02 00:00:00"), "{s}");
-        let none = render_status(&json!({"leader": null, "paused": false, "cycles": []}));
+        let none = render_status(&NegotiatorReport::default());
         assert!(none.contains("none known") && none.contains("No negotiation cycle"));
     }
 }

@@ -1,8 +1,9 @@
 //! `cmctl quota set|surplus|unset` and `cmctl limit set|unset`: runtime pool policy, replicated
 //! through Raft so every CM (and the next leader) negotiates with it.
 use crate::client::{Client, ConnectArgs};
+use aerie_core::admin::PolicyQuery;
+use aerie_core::state::{Command, Quota};
 use anyhow::{bail, Context};
-use serde_json::json;
 
 #[derive(Debug, clap::Args)]
 pub struct QuotaArgs {
@@ -45,7 +46,7 @@ pub enum LimitCmd {
 }
 
 /// `N` -> static quota; `F` with a decimal point and 0 <= F <= 1 -> dynamic fraction.
-pub fn parse_quota(value: &str) -> anyhow::Result<serde_json::Value> {
+pub fn parse_quota(value: &str) -> anyhow::Result<Quota> {
     let v: f64 = value.trim().parse().with_context(|| {
         format!(
             "bad value {value:?} for a quota: expected a number of slots (40) or a fraction (0.25)"
@@ -55,9 +56,9 @@ pub fn parse_quota(value: &str) -> anyhow::Result<serde_json::Value> {
         bail!("bad value {value:?} for a quota: must be a number >= 0");
     }
     if value.contains('.') && v <= 1.0 {
-        Ok(json!({"Dynamic": v}))
+        Ok(Quota::Dynamic(v))
     } else {
-        Ok(json!({"Static": v}))
+        Ok(Quota::Static(v))
     }
 }
 
@@ -69,8 +70,8 @@ fn parse_on_off(v: &str) -> anyhow::Result<bool> {
     }
 }
 
-fn write(client: &mut Client, cmd: serde_json::Value) -> anyhow::Result<i32> {
-    let r = client.write_ok(&json!({"v": 1, "cmd": cmd}).to_string())?;
+fn write(client: &mut Client, cmd: Command) -> anyhow::Result<i32> {
+    let r = client.write_ok(cmd)?;
     println!("committed at log index {}", r.log_index);
     Ok(0)
 }
@@ -82,30 +83,35 @@ pub fn run_quota(args: QuotaArgs) -> anyhow::Result<i32> {
             let q = parse_quota(&value)?;
             write(
                 &mut client,
-                json!({"SetQuota": {"group": group, "quota": q}}),
+                Command::SetQuota {
+                    group,
+                    quota: Some(q),
+                },
             )
         }
         QuotaCmd::Surplus { group, on_off } => {
             let allow = parse_on_off(&on_off)?;
             write(
                 &mut client,
-                json!({"SetSurplus": {"group": group, "allow": allow}}),
+                Command::SetSurplus {
+                    group,
+                    allow: Some(allow),
+                },
             )
         }
         QuotaCmd::Unset { group } => {
             write(
                 &mut client,
-                json!({"SetQuota": {"group": group.clone(), "quota": null}}),
+                Command::SetQuota {
+                    group: group.clone(),
+                    quota: None,
+                },
             )?;
-            write(
-                &mut client,
-                json!({"SetSurplus": {"group": group, "allow": null}}),
-            )
+            write(&mut client, Command::SetSurplus { group, allow: None })
         }
         QuotaCmd::Show { stale } => {
-            let r = client.query("policy", "", stale)?;
-            let v: serde_json::Value = serde_json::from_str(&r.result_json)?;
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            let r = client.query(PolicyQuery, stale)?;
+            println!("{}", serde_json::to_string_pretty(&r)?);
             Ok(0)
         }
     }
@@ -118,12 +124,15 @@ pub fn run_limit(args: LimitArgs) -> anyhow::Result<i32> {
             let v: f64 = value.trim().parse().with_context(|| {
                 format!("bad value {value:?} for limit {name}: expected a number")
             })?;
-            write(&mut client, json!({"SetLimit": {"name": name, "limit": v}}))
+            write(
+                &mut client,
+                Command::SetLimit {
+                    name,
+                    limit: Some(v),
+                },
+            )
         }
-        LimitCmd::Unset { name } => write(
-            &mut client,
-            json!({"SetLimit": {"name": name, "limit": null}}),
-        ),
+        LimitCmd::Unset { name } => write(&mut client, Command::SetLimit { name, limit: None }),
     }
 }
 
@@ -133,9 +142,9 @@ mod tests {
 
     #[test]
     fn quota_values() {
-        assert_eq!(parse_quota("40").unwrap(), json!({"Static": 40.0}));
-        assert_eq!(parse_quota("0.25").unwrap(), json!({"Dynamic": 0.25}));
-        assert_eq!(parse_quota("2.5").unwrap(), json!({"Static": 2.5}));
+        assert_eq!(parse_quota("40").unwrap(), Quota::Static(40.0));
+        assert_eq!(parse_quota("0.25").unwrap(), Quota::Dynamic(0.25));
+        assert_eq!(parse_quota("2.5").unwrap(), Quota::Static(2.5));
         assert!(parse_quota("-1").is_err());
         assert!(parse_quota("lots")
             .unwrap_err()

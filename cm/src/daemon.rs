@@ -6,6 +6,7 @@
 //! with `--join` does not bootstrap: it waits to be added with `cmctl cluster add`.
 use crate::admin::AdminService;
 use crate::raft::config::RaftKnobs;
+use crate::raft::leadership::Leadership;
 use crate::raft::network::{Network, PeerHealth};
 use crate::raft::service::RaftService;
 use crate::raft::{Node, NodeId, Raft};
@@ -140,18 +141,11 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     };
     let knobs =
         RaftKnobs::from_lookup(|name| cfg.as_ref().and_then(|c| c.string(name).ok().flatten()))?;
-    let accountant_params = match &cfg {
-        Some(c) => Some(
-            aerie_core::accountant::AccountantParams::from_config(c)
-                .map_err(|e| anyhow::anyhow!("accountant configuration: {e}"))?,
-        ),
-        None => None,
-    };
     let config = Arc::new(knobs.openraft_config()?);
     if let Some(m) = args.metrics_listen {
         crate::metrics::install(m)?;
     }
-    let (log, sm) = crate::store::open(&args.data_dir)?;
+    let (log, sm) = crate::raft::store::open(&args.data_dir)?;
     let state = sm.shared();
     let health = PeerHealth::default();
     let network = Network {
@@ -162,10 +156,11 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         .await
         .context("cannot start Raft")?;
 
+    let leadership = Leadership::new(raft.clone(), args.id);
     let admin = AdminService {
         id: args.id,
         addr: advertise.clone(),
-        raft: raft.clone(),
+        leadership: leadership.clone(),
         state,
         health,
         timeout: Duration::from_millis(args.admin_timeout_ms.max(100)),
@@ -243,20 +238,10 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         });
     }
 
-    if let Some(params) = accountant_params {
-        tokio::spawn(sync_accountant_params(
-            raft.clone(),
-            admin.state.clone(),
-            args.id,
-            params,
-        ));
-    }
-
-    // The leader-run negotiation (the loop runs on every CM; only the leader negotiates).
-    let negotiation = crate::negotiation::spawn(crate::negotiation::Negotiation::new(
-        args.id,
+    // What only the leader does (the loop runs on every CM and waits for leadership).
+    let leader = crate::leader::spawn(crate::leader::Leader::new(
+        leadership,
         advertise.clone(),
-        raft.clone(),
         admin.state.clone(),
         collector.service.table.clone(),
         cfg.as_ref(),
@@ -266,7 +251,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     wait_for_signal().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
-    negotiation.abort();
+    leader.abort();
     collector.stop();
     let _ = tokio::time::timeout(Duration::from_secs(5), raft.shutdown()).await;
     for s in servers {
@@ -287,52 +272,5 @@ async fn wait_for_signal() {
     tokio::select! {
         _ = term.recv() => {},
         _ = tokio::signal::ctrl_c() => {},
-    }
-}
-
-/// Config files give the accountant's parameters; the replicated ledger must agree on them, so
-/// whenever this node leads a term and the applied parameters differ from its configuration,
-/// it commits a `SetParams` command (once per term; a refused command is logged).
-async fn sync_accountant_params(
-    raft: Raft,
-    state: crate::store::SharedState,
-    id: NodeId,
-    params: aerie_core::accountant::AccountantParams,
-) {
-    let mut rx = raft.metrics();
-    let mut done_term = None;
-    loop {
-        let (leader, term) = {
-            let m = rx.borrow_and_update();
-            (m.current_leader, m.current_term)
-        };
-        if leader == Some(id) && done_term != Some(term) {
-            // Let the leader apply what the previous terms committed first.
-            if raft.ensure_linearizable().await.is_ok() {
-                done_term = Some(term);
-                let differs = {
-                    let a = state.read().unwrap_or_else(|p| p.into_inner());
-                    *a.state.accountant.params() != params
-                };
-                if differs {
-                    let cmd = aerie_core::state::Request::new(aerie_core::state::Command::Accountant(
-                        aerie_core::accountant::AccountantCommand::SetParams(params.clone()),
-                    ));
-                    match raft.client_write(cmd).await {
-                        Ok(r) if r.data.ok => {
-                            tracing::info!("committed accountant parameters from the configuration")
-                        }
-                        Ok(r) => tracing::warn!("accountant parameters refused: {}", r.data.error),
-                        Err(e) => {
-                            tracing::warn!("could not commit accountant parameters: {e}");
-                            done_term = None;
-                        }
-                    }
-                }
-            }
-        }
-        if rx.changed().await.is_err() {
-            break;
-        }
     }
 }

@@ -4,7 +4,6 @@ pub mod admin;
 pub mod collector;
 pub mod config_val;
 pub mod daemon;
+pub mod leader;
 pub mod metrics;
-pub mod negotiation;
 pub mod raft;
-pub mod store;

@@ -4,11 +4,13 @@
 //!   usage and its decay, as `condor_userprio` shows them;
 //! * [`negotiator`]: one negotiation cycle as a pure function of the slots, the jobs, the
 //!   ledger, the configuration and the time (HTCondor's `Matchmaker::negotiationTime`);
-//! * [`state`]: the replicated pool state, the commands that change it and the typed queries
-//!   that read it, so the daemon, `cmctl` and the tests speak one typed admin protocol.
+//! * [`state`]: the replicated pool state and the commands that change it;
+//! * [`admin`]: the typed queries that read it and the error kinds of the admin API, so the
+//!   daemon, `cmctl` and the tests speak one typed protocol.
 //!
 //! Nothing here reads a clock, a file or the network: time is always an argument, so cycles
 //! and ledgers replay exactly (in tests, in `cmctl what-if`, on every Raft replica).
 pub mod accountant;
+pub mod admin;
 pub mod negotiator;
 pub mod state;

@@ -181,7 +181,7 @@ async fn start_cm() -> Cm {
     }
     // These tests play the leader themselves: the CM's own negotiator must not send grants
     // of its own (they would show up as extra refusals in the claims log).
-    let pause = serde_json::json!({"v": 1, "cmd": {"SetNegotiatorPaused": {"paused": true}}});
+    let pause = aerie_core::state::Command::SetNegotiatorPaused { paused: true };
     if let Err(e) = write_retry(&[cm.addr.clone()], &pause, WAIT).await {
         panic!("pause the CM's negotiator: {e}\n{}", cm.log());
     }

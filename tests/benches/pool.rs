@@ -6,6 +6,8 @@
 //!
 //! Run: `cargo bench -p aerie-tests --bench pool [-- SLOTS JOBS KILLS]` (defaults 10000 20000
 //! 5). Use release daemons for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
+use aerie_core::admin::NegotiatorQuery;
+use aerie_core::state::CycleRecord;
 use aerie_tests::sim::{claimed_by, Sim};
 use aerie_tests::*;
 use std::time::{Duration, Instant};
@@ -21,11 +23,10 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[(((v.len() - 1) as f64) * p).round() as usize]
 }
 
-async fn cycles(addr: &str) -> Vec<serde_json::Value> {
-    query(addr, "negotiator", true)
+async fn cycles(addr: &str) -> Vec<CycleRecord> {
+    query(addr, NegotiatorQuery, true)
         .await
-        .ok()
-        .and_then(|v| v["cycles"].as_array().cloned())
+        .map(|v| v.cycles)
         .unwrap_or_default()
 }
 
@@ -92,12 +93,7 @@ async fn main() {
     for r in recs.iter().take(3) {
         println!(
             "| cycle {} (term {}) | {} slots, {} idle jobs | {} matches | {:.3} s |",
-            r["cycle"],
-            r["term"],
-            r["slots"],
-            r["idle_jobs"],
-            r["matches"],
-            r["duration_seconds"].as_f64().unwrap_or(f64::NAN)
+            r.cycle, r.term, r.slots, r.idle_jobs, r.matches, r.duration_seconds
         );
     }
 
@@ -116,10 +112,7 @@ async fn main() {
         let t = Instant::now();
         c.kill(leader);
         loop {
-            let done = cycles(&watch)
-                .await
-                .iter()
-                .any(|r| r["term"].as_u64().unwrap_or(0) > term);
+            let done = cycles(&watch).await.iter().any(|r| r.term > term);
             if done {
                 break;
             }

@@ -6,11 +6,13 @@
 //! directly, with a deadline on every call.
 pub mod sim;
 
+use aerie_core::admin::{AdminQuery, PolicyQuery, Query};
+use aerie_core::state::{Command, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
 use anyhow::{anyhow, bail, Context};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{self, Child, Stdio};
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
 
@@ -182,7 +184,7 @@ impl Cluster {
             .create(true)
             .append(true)
             .open(node.data_dir.with_extension("log"))?;
-        let mut cmd = Command::new(&bin);
+        let mut cmd = process::Command::new(&bin);
         cmd.args(&node.args)
             .env("AERIE_ADMIN_TIMEOUT", "3000")
             .stdin(Stdio::null())
@@ -235,7 +237,7 @@ impl Cluster {
     pub fn stop(&mut self, id: u64) {
         if let Some(n) = self.nodes.get_mut(&id) {
             if let Some(mut c) = n.child.take() {
-                let _ = Command::new("kill")
+                let _ = process::Command::new("kill")
                     .arg("-TERM")
                     .arg(c.id().to_string())
                     .status();
@@ -304,11 +306,11 @@ pub async fn admin(addr: &str) -> anyhow::Result<AdminClient<Channel>> {
     Ok(AdminClient::new(ch).max_decoding_message_size(256 << 20))
 }
 
-/// Submits a command (JSON) through `addr`; the CM forwards to the leader.
-pub async fn write(addr: &str, cmd: &serde_json::Value) -> anyhow::Result<pb::WriteReply> {
+/// Submits a command through `addr`; the CM forwards to the leader.
+pub async fn write(addr: &str, cmd: &Command) -> anyhow::Result<pb::WriteReply> {
     let mut c = admin(addr).await?;
     let mut req = tonic::Request::new(pb::WriteRequest {
-        command_json: cmd.to_string(),
+        command_json: serde_json::to_string(&Request::new(cmd.clone()))?,
         forwarded: false,
     });
     req.set_timeout(Duration::from_secs(10));
@@ -322,7 +324,7 @@ pub async fn write(addr: &str, cmd: &serde_json::Value) -> anyhow::Result<pb::Wr
 /// Retries a write through the given CMs until it is acknowledged or `within` passes.
 pub async fn write_retry(
     addrs: &[String],
-    cmd: &serde_json::Value,
+    cmd: &Command,
     within: Duration,
 ) -> anyhow::Result<pb::WriteReply> {
     let deadline = Instant::now() + within;
@@ -343,25 +345,26 @@ pub async fn write_retry(
 
 /// A linearizable query (`stale` false) through `addr`, retried for up to `within`: on a
 /// loaded machine the leader may change under it.
-pub async fn query_retry(
+pub async fn query_retry<Q: AdminQuery + Clone>(
     addr: &str,
-    kind: &str,
+    q: Q,
     within: Duration,
-) -> anyhow::Result<serde_json::Value> {
-    eventually(
-        &format!("a linearizable {kind} read"),
-        within,
-        || async move { query(addr, kind, false).await.map(Some) },
-    )
+) -> anyhow::Result<Q::Answer> {
+    let kind: Query = q.clone().into();
+    let what = format!("a linearizable {} read", kind.name());
+    eventually(&what, within, || {
+        let q = q.clone();
+        async move { query(addr, q, false).await.map(Some) }
+    })
     .await
 }
 
-/// A query through `addr`; returns the JSON result.
-pub async fn query(addr: &str, kind: &str, stale: bool) -> anyhow::Result<serde_json::Value> {
+/// A query through `addr`, decoded as its typed answer.
+pub async fn query<Q: AdminQuery>(addr: &str, q: Q, stale: bool) -> anyhow::Result<Q::Answer> {
     let mut c = admin(addr).await?;
+    let query: Query = q.into();
     let mut req = tonic::Request::new(pb::QueryRequest {
-        kind: kind.into(),
-        args_json: String::new(),
+        query_json: serde_json::to_string(&query)?,
         stale,
         forwarded: false,
     });
@@ -370,7 +373,8 @@ pub async fn query(addr: &str, kind: &str, stale: bool) -> anyhow::Result<serde_
         .await
         .map_err(|_| anyhow!("query via {addr}: no answer in 12 s"))?
         .map_err(|s| anyhow!("query via {addr}: {}", s.message()))?;
-    Ok(serde_json::from_str(&r.into_inner().result_json)?)
+    serde_json::from_str(&r.into_inner().answer_json)
+        .with_context(|| format!("decoding the {} answer via {addr}", query.name()))
 }
 
 pub async fn status(addr: &str) -> anyhow::Result<pb::StatusReply> {
@@ -434,14 +438,16 @@ where
 }
 
 /// `SetLimit name = value`, a cheap, checkable write.
-pub fn set_limit(name: &str, v: f64) -> serde_json::Value {
-    serde_json::json!({"v": 1, "cmd": {"SetLimit": {"name": name, "limit": v}}})
+pub fn set_limit(name: &str, v: f64) -> Command {
+    Command::SetLimit {
+        name: name.into(),
+        limit: Some(v),
+    }
 }
 
 /// The limits map of a node's state (stale or linearizable).
 pub async fn limits(addr: &str, stale: bool) -> anyhow::Result<BTreeMap<String, f64>> {
-    let v = query(addr, "policy", stale).await?;
-    Ok(serde_json::from_value(v["limits"].clone())?)
+    Ok(query(addr, PolicyQuery, stale).await?.limits)
 }
 
 /// Now, in Unix seconds (times in commands the CMs compare with their clocks).

@@ -3,8 +3,10 @@
 //! Each test starts its own cluster (random ports, temp data dirs); the harness kills every
 //! process on drop, failure included. Timeouts are generous: these tests assert what happens;
 //! how fast it happens is measured by `examples/raft_bench.rs`.
+use aerie_core::accountant::{AccountantCommand, Usage};
+use aerie_core::admin::{StateQuery, UserprioQuery};
+use aerie_core::state::{Command, Quota};
 use aerie_tests::*;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -71,7 +73,9 @@ async fn writes_through_any_node_apply_everywhere_and_reads_are_linearizable() {
     assert!(r.error.contains("bad value"), "{}", r.error);
     let r = write(
         &nodes[2].1,
-        &json!({"v":1,"cmd":{"Accountant":{"ResetUsage":{"name":"nobody@nowhere"}}}}),
+        &Command::Accountant(AccountantCommand::ResetUsage {
+            name: "nobody@nowhere".into(),
+        }),
     )
     .await
     .expect("write");
@@ -185,15 +189,43 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
         .await
         .expect("leader");
     let all = addrs(&c);
+    let usage = |u: &[(&str, f64)]| {
+        u.iter()
+            .map(|(s, w)| Usage {
+                submitter: s.to_string(),
+                weighted_slots: *w,
+            })
+            .collect()
+    };
     let cmds = vec![
-        json!({"v":1,"cmd":{"Accountant":{"Tick":{"now":1_700_000_000,"usage":[{"submitter":"alice@pool","weighted_slots":4.0},{"submitter":"group_a.bob@pool","weighted_slots":2.0}]}}}}),
-        json!({"v":1,"cmd":{"Accountant":{"Tick":{"now":1_700_003_600,"usage":[{"submitter":"alice@pool","weighted_slots":4.0}]}}}}),
-        json!({"v":1,"cmd":{"Accountant":{"SetFactor":{"name":"alice@pool","value":250.0}}}}),
-        json!({"v":1,"cmd":{"SetQuota":{"group":"group_a","quota":{"Static":40.0}}}}),
-        json!({"v":1,"cmd":{"SetSurplus":{"group":"group_a","allow":true}}}),
+        Command::Accountant(AccountantCommand::Tick {
+            now: 1_700_000_000,
+            usage: usage(&[("alice@pool", 4.0), ("group_a.bob@pool", 2.0)]),
+        }),
+        Command::Accountant(AccountantCommand::Tick {
+            now: 1_700_003_600,
+            usage: usage(&[("alice@pool", 4.0)]),
+        }),
+        Command::Accountant(AccountantCommand::SetFactor {
+            name: "alice@pool".into(),
+            value: 250.0,
+        }),
+        Command::SetQuota {
+            group: "group_a".into(),
+            quota: Some(Quota::Static(40.0)),
+        },
+        Command::SetSurplus {
+            group: "group_a".into(),
+            allow: Some(true),
+        },
         // A recent absent ad: the leader expires absent ads older than ABSENT_EXPIRE_ADS_AFTER
         // (30 days), which would change the state under the test.
-        json!({"v":1,"cmd":{"PutAd":{"ad_type":"Machine","name":"slot1@n1","text":"[ MyType = \"Machine\"; Name = \"slot1@n1\"; Absent = true ]","time":unix_now()}}}),
+        Command::PutAd {
+            ad_type: "Machine".into(),
+            name: "slot1@n1".into(),
+            text: "[ MyType = \"Machine\"; Name = \"slot1@n1\"; Absent = true ]".into(),
+            time: unix_now(),
+        },
         set_limit("sw_license", 4.0),
     ];
     for cmd in &cmds {
@@ -202,10 +234,10 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
             .expect("write");
         assert!(r.ok, "{}", r.error);
     }
-    let before = query_retry(&all[0], "state", Duration::from_secs(20))
+    let before = query_retry(&all[0], StateQuery, Duration::from_secs(20))
         .await
         .expect("state");
-    assert_eq!(before["limits"]["sw_license"], 4.0);
+    assert_eq!(before.limits["sw_license"], 4.0);
     for id in c.ids() {
         c.stop(id);
     }
@@ -217,27 +249,28 @@ async fn full_cluster_restart_keeps_ledger_and_policy() {
         .expect("leader after restart");
     for (_, a) in c.running() {
         let a2 = a.clone();
-        let want = before["applied_commands"].clone();
+        let want = before.applied_commands;
         let after = eventually("state restored", Duration::from_secs(15), || {
-            let (a, want) = (a2.clone(), want.clone());
+            let a = a2.clone();
             async move {
-                let s = query(&a, "state", true).await?;
-                Ok((s["applied_commands"] == want).then_some(s))
+                let s = query(&a, StateQuery, true).await?;
+                Ok((s.applied_commands == want).then_some(s))
             }
         })
         .await
         .expect("restored");
         assert_eq!(after, before, "state on {a} differs after a full restart");
     }
-    let rows = query_retry(&all[1], "userprio", Duration::from_secs(20))
+    let rows = query_retry(&all[1], UserprioQuery::default(), Duration::from_secs(20))
         .await
         .expect("userprio");
-    let alice = rows["rows"]
-        .as_array()
-        .and_then(|r| r.iter().find(|x| x["name"] == "alice@pool"))
+    let alice = rows
+        .rows
+        .iter()
+        .find(|x| x.name == "alice@pool")
         .cloned()
         .expect("alice in the ledger");
-    assert_eq!(alice["priority_factor"], 250.0);
+    assert_eq!(alice.priority_factor, 250.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

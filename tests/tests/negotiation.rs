@@ -4,6 +4,8 @@
 //! and the accountant tick (seen on a follower), and publishes a Negotiator ad; after the
 //! leader is killed the new leader's grants carry the newer term; operators' pause and
 //! cycle-now go through any CM.
+use aerie_core::admin::{NegotiatorQuery, UserprioQuery};
+use aerie_core::state::Command;
 use aerie_proto::collector::{self as cpb, collector_client::CollectorClient};
 use aerie_proto::negotiation::{
     access_point_server::{AccessPoint, AccessPointServer},
@@ -309,43 +311,36 @@ async fn leader_negotiates_and_delivers_grants_with_term_and_claim_ids() {
         || {
             let faddr = faddr.clone();
             async move {
-                let v = query(&faddr, "negotiator", true).await?;
-                let found = v["cycles"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|r| r["matches"].as_u64() == Some(4))
-                    .cloned();
-                Ok(found)
+                let v = query(&faddr, NegotiatorQuery, true).await?;
+                Ok(v.cycles.into_iter().find(|r| r.matches == 4))
             }
         },
     )
     .await
     .expect("cycle record");
-    assert_eq!(rec["term"].as_u64(), Some(term));
-    assert_eq!(rec["leader_id"].as_u64(), Some(leader));
-    assert_eq!(rec["grants_accepted"].as_u64(), Some(4));
-    assert_eq!(rec["access_points"].as_u64(), Some(2));
-    let by_sub: BTreeMap<String, u64> =
-        serde_json::from_value(rec["matched_by_submitter"].clone()).expect("per submitter");
+    assert_eq!(rec.term, term);
+    assert_eq!(rec.leader_id, leader);
+    assert_eq!(rec.grants_accepted, 4);
+    assert_eq!(rec.access_points, 2);
     assert_eq!(
-        by_sub,
+        rec.matched_by_submitter,
         BTreeMap::from([("alice@pool".to_string(), 2), ("bob@pool".to_string(), 2)])
     );
-    let v = query(&faddr, "negotiator", false)
+    let v = query(&faddr, NegotiatorQuery, false)
         .await
         .expect("negotiator status");
-    assert_eq!(v["leader"]["id"].as_u64(), Some(leader), "{v}");
-    assert_eq!(v["paused"].as_bool(), Some(false));
-    let up = query(&faddr, "userprio", true).await.expect("userprio");
-    let carol = up["rows"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["name"] == "carol@pool")
+    assert_eq!(v.leader.as_ref().map(|l| l.id), Some(leader), "{v:?}");
+    assert!(!v.paused);
+    let up = query(&faddr, UserprioQuery::default(), true)
+        .await
+        .expect("userprio");
+    let carol = up
+        .rows
+        .iter()
+        .find(|r| r.name == "carol@pool")
         .cloned()
-        .unwrap_or_else(|| panic!("carol's usage not charged: {up}"));
-    assert_eq!(carol["resources_used"].as_f64(), Some(1.0), "{carol}");
+        .unwrap_or_else(|| panic!("carol's usage not charged: {up:?}"));
+    assert_eq!(carol.resources_used, 1.0, "{carol:?}");
 
     // The Negotiator ad, with HTCondor's cycle figures.
     let laddr = c.addr(leader);
@@ -442,19 +437,12 @@ async fn pause_stops_cycles_and_cycle_now_runs_one_through_any_cm() {
 
     // The cycle records that served cycle-now request number `n` or later.
     let served = |addr: String, n: u64| async move {
-        let v = query(&addr, "negotiator", false).await?;
-        Ok::<_, anyhow::Error>(
-            v["cycles"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|r| r["requested"].as_u64().unwrap_or(0) >= n)
-                .count(),
-        )
+        let v = query(&addr, NegotiatorQuery, false).await?;
+        Ok::<_, anyhow::Error>(v.cycles.iter().filter(|r| r.requested >= n).count())
     };
 
     // cycle-now through a follower (forwarded to the leader) runs a cycle, which grants the job.
-    let request = serde_json::json!({"v": 1, "cmd": "RequestCycle"});
+    let request = Command::RequestCycle;
     let r = write(&faddr, &request).await.expect("cycle-now");
     assert!(r.ok, "{r:?}");
     eventually("the requested cycle", Duration::from_secs(15), || {
@@ -471,7 +459,7 @@ async fn pause_stops_cycles_and_cycle_now_runs_one_through_any_cm() {
     .expect("grant");
 
     // Paused: the second cycle-now is seen (the Negotiator ad says so) but runs nothing.
-    let pause = serde_json::json!({"v": 1, "cmd": {"SetNegotiatorPaused": {"paused": true}}});
+    let pause = Command::SetNegotiatorPaused { paused: true };
     assert!(write(&faddr, &pause).await.expect("pause").ok);
     assert!(write(&faddr, &request).await.expect("cycle-now").ok);
     eventually(
@@ -489,12 +477,12 @@ async fn pause_stops_cycles_and_cycle_now_runs_one_through_any_cm() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e:#}\n{}", c.log(leader)));
-    let v = query(&faddr, "negotiator", false).await.expect("status");
-    assert_eq!(v["paused"].as_bool(), Some(true));
-    assert_eq!(served(faddr.clone(), 2).await.expect("records"), 0, "{v}");
+    let v = query(&faddr, NegotiatorQuery, false).await.expect("status");
+    assert!(v.paused);
+    assert_eq!(served(faddr.clone(), 2).await.expect("records"), 0, "{v:?}");
 
     // Resumed: the next cycle-now runs.
-    let resume = serde_json::json!({"v": 1, "cmd": {"SetNegotiatorPaused": {"paused": false}}});
+    let resume = Command::SetNegotiatorPaused { paused: false };
     assert!(write(&laddr, &resume).await.expect("resume").ok);
     assert!(write(&laddr, &request).await.expect("cycle-now").ok);
     eventually("a cycle after resume", Duration::from_secs(15), || {
@@ -503,13 +491,8 @@ async fn pause_stops_cycles_and_cycle_now_runs_one_through_any_cm() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e:#}\n{}", c.log(leader)));
-    let v = query(&laddr, "negotiator", false).await.expect("status");
-    let nums: Vec<(u64, u64)> = v["cycles"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| Some((r["term"].as_u64()?, r["cycle"].as_u64()?)))
-        .collect();
+    let v = query(&laddr, NegotiatorQuery, false).await.expect("status");
+    let nums: Vec<(u64, u64)> = v.cycles.iter().map(|r| (r.term, r.cycle)).collect();
     // (term, cycle) grows from record to record.
-    assert!(nums.windows(2).all(|w| w[0] < w[1]), "{v}");
+    assert!(nums.windows(2).all(|w| w[0] < w[1]), "{v:?}");
 }

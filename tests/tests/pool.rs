@@ -9,6 +9,9 @@
 //!   factor is lost, and the startds' own claims log shows no slot claimed twice.
 //!
 //! Every wait has a generous timeout; speed belongs to the benchmarks.
+use aerie_core::accountant::{AccountantCommand, UserprioRow};
+use aerie_core::admin::{NegotiatorQuery, UserprioQuery};
+use aerie_core::state::Command;
 use aerie_tests::sim::{claimed_by, Sim};
 use aerie_tests::*;
 use std::collections::BTreeMap;
@@ -28,7 +31,10 @@ fn cms(c: &Cluster) -> Vec<String> {
 }
 
 async fn set_factor(c: &Cluster, user: &str, factor: f64) {
-    let cmd = serde_json::json!({"v": 1, "cmd": {"Accountant": {"SetFactor": {"name": user, "value": factor}}}});
+    let cmd = Command::Accountant(AccountantCommand::SetFactor {
+        name: user.into(),
+        value: factor,
+    });
     write_retry(&cms(c), &cmd, Duration::from_secs(20))
         .await
         .unwrap_or_else(|e| panic!("set factor of {user}: {e}"));
@@ -106,12 +112,13 @@ async fn three_submitters_with_factors_1000_2000_4000_hold_slots_4_2_1() {
 }
 
 /// A user's row of the replicated ledger as `addr` holds it.
-async fn userprio_row(addr: &str, user: &str) -> anyhow::Result<serde_json::Value> {
-    let v = query(addr, "userprio", true).await?;
-    v["rows"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["name"] == user).cloned())
-        .ok_or_else(|| anyhow::anyhow!("no userprio row for {user} on {addr}: {v}"))
+async fn userprio_row(addr: &str, user: &str) -> anyhow::Result<UserprioRow> {
+    let v = query(addr, UserprioQuery::default(), true).await?;
+    v.rows
+        .iter()
+        .find(|r| r.name == user)
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no userprio row for {user} on {addr}: {v:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,9 +164,8 @@ async fn leader_killed_mid_run_a_new_leader_negotiates_and_no_slot_is_claimed_tw
     let old_term = status(&c.addr(old)).await.expect("status").term;
     let usage_before = userprio_row(&faddr, "alice@pool.example")
         .await
-        .expect("alice's row")["accumulated_usage"]
-        .as_f64()
-        .unwrap_or(0.0);
+        .expect("alice's row")
+        .accumulated_usage;
 
     // Mid-run: jobs keep finishing and asking for slots while the leader dies.
     c.kill(old);
@@ -172,15 +178,10 @@ async fn leader_killed_mid_run_a_new_leader_negotiates_and_no_slot_is_claimed_tw
         "a cycle of the new leader that granted slots",
         Duration::from_secs(60),
         || async {
-            let v = query(&naddr, "negotiator", true).await?;
-            Ok(v["cycles"].as_array().and_then(|cs| {
-                cs.iter()
-                    .find(|r| {
-                        r["term"].as_u64().unwrap_or(0) > old_term
-                            && r["grants_accepted"].as_u64().unwrap_or(0) > 0
-                    })
-                    .cloned()
-            }))
+            let v = query(&naddr, NegotiatorQuery, true).await?;
+            Ok(v.cycles
+                .into_iter()
+                .find(|r| r.term > old_term && r.grants_accepted > 0))
         },
     )
     .await
@@ -191,18 +192,17 @@ async fn leader_killed_mid_run_a_new_leader_negotiates_and_no_slot_is_claimed_tw
             sim.log()
         )
     });
-    assert_eq!(cycle["leader_id"].as_u64(), Some(new), "{cycle}");
+    assert_eq!(cycle.leader_id, new, "{cycle:?}");
 
     // Nothing committed before the kill is lost: factors and the usage charged so far.
     for (u, f) in [("alice@pool.example", 1000.0), ("bob@pool.example", 3000.0)] {
         let row = userprio_row(&naddr, u).await.expect("row");
-        assert_eq!(row["priority_factor"].as_f64(), Some(f), "{u}: {row}");
+        assert_eq!(row.priority_factor, f, "{u}: {row:?}");
     }
     let usage_after = userprio_row(&naddr, "alice@pool.example")
         .await
-        .expect("row")["accumulated_usage"]
-        .as_f64()
-        .unwrap_or(0.0);
+        .expect("row")
+        .accumulated_usage;
     assert!(
         usage_after >= usage_before,
         "alice's accumulated usage went back from {usage_before} to {usage_after}"

@@ -3,6 +3,7 @@
 //! digest exchange after its restart, a stream over its rate limit gets reasons and stays
 //! open, and absent and offline ads (committed through Raft) survive a full-cluster restart
 //! and are replaced by the machine's next live update.
+use aerie_core::admin::AdsQuery;
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
 use aerie_tests::*;
 use std::time::Duration;
@@ -177,16 +178,10 @@ async fn ads_reach_every_cm_and_a_restarted_cm_converges_by_digest() {
 
 /// The replicated absent/offline ads (admin query `ads`): bucket -> record names.
 async fn replicated(addr: &str) -> anyhow::Result<Vec<(String, String)>> {
-    let v = query(addr, "ads", true).await?;
-    let mut out = Vec::new();
-    if let Some(m) = v.as_object() {
-        for (bucket, recs) in m {
-            if let Some(r) = recs.as_object() {
-                out.extend(r.keys().map(|n| (bucket.clone(), n.clone())));
-            }
-        }
-    }
-    Ok(out)
+    let v = query(addr, AdsQuery, true).await?;
+    Ok(v.iter()
+        .flat_map(|(bucket, recs)| recs.keys().map(move |n| (bucket.clone(), n.clone())))
+        .collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,9 +7,12 @@
 pub mod table;
 
 use crate::client::{Client, ConnectArgs};
+use aerie_core::accountant::{AccountantCommand, UserprioRow};
+use aerie_core::admin::UserprioQuery;
+use aerie_core::state::{Command, GroupPolicy, Quota};
 use anyhow::{bail, Context};
-use serde::Deserialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 use table::{AdRec, Opts};
 
 #[derive(Debug, clap::Args)]
@@ -287,107 +290,76 @@ fn parse_display_flag(p: &mut Parsed, args: &[String], i: usize) -> anyhow::Resu
 }
 
 /// The Raft command for an edit, and the line condor_userprio prints when it succeeds.
-pub fn edit_command(e: &Edit) -> (serde_json::Value, String) {
-    let acc = |c: serde_json::Value| json!({"v": 1, "cmd": {"Accountant": c}});
-    match e {
+pub fn edit_command(e: &Edit) -> (Command, String) {
+    use AccountantCommand as A;
+    let (cmd, msg) = match e {
         Edit::SetPrio(n, v) => (
-            acc(json!({"SetPriority": {"name": n, "value": v}})),
+            A::SetPriority {
+                name: n.clone(),
+                value: *v,
+            },
             format!("The priority of {n} was set to {v:.6}"),
         ),
         Edit::SetFactor(n, v) => (
-            acc(json!({"SetFactor": {"name": n, "value": v}})),
+            A::SetFactor {
+                name: n.clone(),
+                value: *v,
+            },
             format!("The priority factor of {n} was set to {v:.6}"),
         ),
         Edit::SetFloor(n, v) => (
-            acc(json!({"SetFloor": {"name": n, "value": v}})),
+            A::SetFloor {
+                name: n.clone(),
+                value: *v,
+            },
             format!("The floor of {n} was set to {}", *v as i64),
         ),
         Edit::SetCeiling(n, v) => (
-            acc(json!({"SetCeiling": {"name": n, "value": v}})),
+            A::SetCeiling {
+                name: n.clone(),
+                value: *v,
+            },
             format!("The ceiling of {n} was set to {}", *v as i64),
         ),
         Edit::ResetUsage(n) => (
-            acc(json!({"ResetUsage": {"name": n}})),
+            A::ResetUsage { name: n.clone() },
             format!("The accumulated usage of {n} was reset"),
         ),
         Edit::ResetAll => (
-            acc(json!("ResetAll")),
+            A::ResetAll,
             "The accumulated usage was reset for all users".to_string(),
         ),
         Edit::Delete(n) => (
-            acc(json!({"Delete": {"name": n}})),
+            A::Delete { name: n.clone() },
             format!("The accountant record named {n} was deleted"),
         ),
         Edit::SetAccum(n, v) => (
-            acc(json!({"SetAccumulatedUsage": {"name": n, "value": v}})),
+            A::SetAccumulatedUsage {
+                name: n.clone(),
+                value: *v,
+            },
             format!("The Accumulated Usage of {n} was set to {v:.6}"),
         ),
         Edit::SetBegin(n, t) => (
-            acc(json!({"SetBeginUsageTime": {"name": n, "time": t}})),
+            A::SetBeginUsageTime {
+                name: n.clone(),
+                time: *t,
+            },
             format!("The Begin Usage Time of {n} was set to {t}"),
         ),
         Edit::SetLast(n, t) => (
-            acc(json!({"SetLastUsageTime": {"name": n, "time": t}})),
+            A::SetLastUsageTime {
+                name: n.clone(),
+                time: *t,
+            },
             format!("The Last Usage Time of {n} was set to {t}"),
         ),
-    }
-}
-
-/// A row of the CM's `userprio` query (the accountant's `UserprioRow`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Row {
-    pub name: String,
-    pub effective_priority: f64,
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub real_priority: f64,
-    pub priority_factor: f64,
-    #[serde(default)]
-    pub resources_used: f64,
-    #[serde(default)]
-    pub accumulated_usage: f64,
-    #[serde(default)]
-    pub begin_usage_time: i64,
-    #[serde(default)]
-    pub last_usage_time: i64,
-    #[serde(default)]
-    pub floor: f64,
-    #[serde(default = "neg1")]
-    pub ceiling: f64,
-    #[serde(default)]
-    pub is_group: bool,
-    #[serde(default)]
-    pub accounting_group: String,
-}
-
-fn neg1() -> f64 {
-    -1.0
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct UserprioReply {
-    #[serde(default)]
-    last_tick: Option<i64>,
-    #[serde(default)]
-    now: i64,
-    rows: Vec<Row>,
-    #[serde(default)]
-    groups: std::collections::BTreeMap<String, GroupPolicy>,
-}
-
-#[derive(Debug, Clone, Deserialize, Default)]
-struct GroupPolicy {
-    #[serde(default)]
-    quota: Option<serde_json::Value>,
-    #[serde(default)]
-    accept_surplus: Option<bool>,
+    };
+    (Command::Accountant(cmd), msg)
 }
 
 /// Turns the CM's rows into accounting-ad records, as a negotiator would publish them.
-pub fn rows_to_recs(
-    rows: &[Row],
-    groups: &std::collections::BTreeMap<String, (Option<f64>, Option<bool>)>,
-) -> Vec<AdRec> {
+pub fn rows_to_recs(rows: &[UserprioRow], groups: &BTreeMap<String, GroupPolicy>) -> Vec<AdRec> {
     rows.iter()
         .map(|r| {
             let mut a = AdRec {
@@ -411,8 +383,12 @@ pub fn rows_to_recs(
                 ..Default::default()
             };
             if r.is_group {
-                let (q, s) = groups.get(&r.name).cloned().unwrap_or((None, None));
-                let q = q.unwrap_or(0.0);
+                let pol = groups.get(&r.name).cloned().unwrap_or_default();
+                let q = match pol.quota {
+                    Some(Quota::Static(v) | Quota::Dynamic(v)) => v,
+                    None => 0.0,
+                };
+                let s = pol.accept_surplus;
                 a.cfg_quota = Some(q);
                 a.eff_quota = Some(q);
                 a.subtree_quota = Some(q);
@@ -443,7 +419,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(e) = &p.edit {
         let mut client = Client::new(&args.conn)?;
         let (cmd, msg) = edit_command(e);
-        client.write_ok(&cmd.to_string())?;
+        client.write_ok(cmd)?;
         println!("{msg}");
         return Ok(0);
     }
@@ -452,23 +428,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         table::parse_legacy_ad(&text).map_err(|e| anyhow::anyhow!("{f}: {e}"))?
     } else {
         let mut client = Client::new(&args.conn)?;
-        let r = client.query("userprio", &json!({"now": now}).to_string(), p.stale)?;
-        let reply: UserprioReply =
-            serde_json::from_str(&r.result_json).context("decoding the CM's userprio answer")?;
-        let groups = reply
-            .groups
-            .iter()
-            .map(|(g, pol)| {
-                let q = pol.quota.as_ref().and_then(|q| {
-                    q.get("Static")
-                        .or_else(|| q.get("Dynamic"))
-                        .and_then(|v| v.as_f64())
-                });
-                (g.clone(), (q, pol.accept_surplus))
-            })
-            .collect();
+        let reply = client.query(UserprioQuery { now: Some(now) }, p.stale)?;
         let last = reply.last_tick.unwrap_or(reply.now);
-        (rows_to_recs(&reply.rows, &groups), last)
+        (rows_to_recs(&reply.rows, &reply.groups), last)
     };
     if !p.names.is_empty() {
         recs.retain(|r| {

@@ -3,7 +3,7 @@
 //! The input is the accountant's records as a negotiator reports them (one [`AdRec`] per
 //! submitter or group, the fields of the legacy accounting ad). The rules below were worked
 //! out from the HTCondor manual and checked against the real `condor_userprio -inputfile`
-//! (see `tests/userprio_oracle.rs`): which columns show, the hierarchical group layout, the
+//! (see `tests.rs` beside this file): which columns show, the hierarchical group layout, the
 //! sort orders, fixed column widths with centred two-line headings, `%g` fallback for numbers
 //! too wide for their column, and the footer with the user count and totals.
 

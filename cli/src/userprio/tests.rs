@@ -352,7 +352,13 @@ fn options_parse_like_condor_userprio() {
     assert!(p.long);
     let (cmd, msg) = edit_command(&Edit::SetPrio("a@b".into(), 5.0));
     assert_eq!(msg, "The priority of a@b was set to 5.000000");
-    assert_eq!(cmd["cmd"]["Accountant"]["SetPriority"]["value"], 5.0);
+    assert_eq!(
+        cmd,
+        aerie_core::state::Command::Accountant(AccountantCommand::SetPriority {
+            name: "a@b".into(),
+            value: 5.0
+        })
+    );
     assert!(parse(&a(&["-bogus"]), T).is_err());
 }
 

@@ -1,6 +1,10 @@
 //! Cluster membership and status for the admin service.
-use super::{node_addr, status_leader, AdminService};
+use super::error::AdminError;
+use super::forward::{Local, Route};
+use super::{hint, AdminService};
+use crate::raft::leadership::node_addr;
 use crate::raft::{Node, NodeId};
+use aerie_core::admin::LeaderInfo;
 use aerie_proto::admin as pb;
 use openraft::ChangeMembers;
 use std::collections::BTreeSet;
@@ -9,8 +13,9 @@ use std::time::{Duration, Instant};
 /// How long adding a member may take (the learner catches up from a snapshot or the log).
 const ADD_MEMBER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// This CM's view of the cluster (no quorum needed: `cmctl cluster status` asks every CM).
 pub fn status(s: &AdminService) -> pb::StatusReply {
-    let m = s.metrics();
+    let m = s.leadership.metrics();
     let membership = m.membership_config.membership();
     let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
     let mut members = Vec::new();
@@ -33,7 +38,10 @@ pub fn status(s: &AdminService) -> pb::StatusReply {
         id: s.id,
         addr: s.addr.clone(),
         term: m.current_term,
-        leader: status_leader(&m),
+        leader: m.current_leader.map(|id| pb::LeaderHint {
+            id,
+            addr: node_addr(&m, id),
+        }),
         state: format!("{:?}", m.state),
         last_log_index: m.last_log_index.unwrap_or(0),
         // openraft 0.9 reports the applied index; the commit index is at least that.
@@ -46,57 +54,71 @@ pub fn status(s: &AdminService) -> pb::StatusReply {
     }
 }
 
-fn not_leader_reply(s: &AdminService, leader: Option<pb::LeaderHint>) -> pb::MemberReply {
-    let error = match &leader {
-        Some(l) => format!(
-            "not leader: node {} at {} is; send membership changes there",
-            l.id, l.addr
-        ),
-        None => s.no_quorum_message("no leader"),
-    };
-    pb::MemberReply {
+/// The answer to a membership change that was forwarded to a CM that no longer leads.
+fn redirect(leader: LeaderInfo) -> Result<pb::MemberReply, AdminError> {
+    Ok(pb::MemberReply {
         ok: false,
-        error,
-        leader,
+        error: format!(
+            "not leader: node {} at {} is; send membership changes there",
+            leader.id, leader.addr
+        ),
+        leader: Some(hint(leader)),
+        redirect: true,
         ..Default::default()
-    }
+    })
 }
 
+/// `cmctl cluster add`: the new CM joins as a learner, catches up, then becomes a voter.
 pub async fn add_member(
     s: &AdminService,
     req: pb::AddMemberRequest,
-) -> Result<pb::MemberReply, String> {
+) -> Result<pb::MemberReply, AdminError> {
     if req.addr.trim().is_empty() {
-        return Err("bad value: cluster add needs the new CM's address (host:port)".into());
+        return Err(AdminError::BadRequest(
+            "bad value: cluster add needs the new CM's address (host:port)".into(),
+        ));
     }
-    let deadline = Instant::now() + s.timeout;
-    if let Some(leader) = s.wait_leader(deadline).await? {
-        if req.forwarded {
-            return Ok(not_leader_reply(s, Some(leader)));
-        }
-        let mut c = s.admin_client(&leader.addr).await?;
-        let mut fwd = tonic::Request::new(pb::AddMemberRequest {
-            forwarded: true,
-            ..req
-        });
-        fwd.set_timeout(ADD_MEMBER_TIMEOUT + Duration::from_secs(5));
-        return c
-            .add_member(fwd)
-            .await
-            .map(|r| r.into_inner())
-            .map_err(|e| s.forward_err(&leader, e.message()));
-    }
-    let m = s.metrics();
+    let route = Route {
+        what: "cluster add",
+        forwarded: req.forwarded,
+        deadline: Instant::now() + s.timeout,
+        forward_timeout: ADD_MEMBER_TIMEOUT + Duration::from_secs(5),
+    };
+    let forward = pb::AddMemberRequest {
+        forwarded: true,
+        ..req.clone()
+    };
+    s.on_leader(
+        route,
+        || async { add_here(s, &req).await.map(Local::Done) },
+        |mut c, timeout| async move {
+            let mut fwd = tonic::Request::new(forward);
+            fwd.set_timeout(timeout);
+            c.add_member(fwd).await
+        },
+        redirect,
+    )
+    .await
+}
+
+async fn add_here(
+    s: &AdminService,
+    req: &pb::AddMemberRequest,
+) -> Result<pb::MemberReply, AdminError> {
+    let m = s.leadership.metrics();
     let membership = m.membership_config.membership().clone();
     if let Some((id, _)) = membership.nodes().find(|(_, n)| n.addr == req.addr) {
-        return Err(format!(
+        return Err(AdminError::BadRequest(format!(
             "bad value: {} is already member node {id}",
             req.addr
-        ));
+        )));
     }
     let id = if req.id != 0 {
         if membership.get_node(&req.id).is_some() {
-            return Err(format!("bad value: node id {} is already in use", req.id));
+            return Err(AdminError::BadRequest(format!(
+                "bad value: node id {} is already in use",
+                req.id
+            )));
         }
         req.id
     } else {
@@ -105,17 +127,23 @@ pub async fn add_member(
     let node = Node {
         addr: req.addr.clone(),
     };
+    let raft = s.leadership.raft();
     // Blocking add: returns when the learner has caught up with the leader's log.
-    match tokio::time::timeout(ADD_MEMBER_TIMEOUT, s.raft.add_learner(id, node, true)).await {
+    match tokio::time::timeout(ADD_MEMBER_TIMEOUT, raft.add_learner(id, node, true)).await {
         Err(_) => {
-            return Err(format!(
+            return Err(AdminError::Failed(format!(
                 "node {id} at {} was added as a learner but did not catch up within {} s; \
                  is aerie-cm running there with an empty data directory?",
                 req.addr,
                 ADD_MEMBER_TIMEOUT.as_secs()
-            ))
+            )))
         }
-        Ok(Err(e)) => return Err(format!("adding learner {id} at {} failed: {e}", req.addr)),
+        Ok(Err(e)) => {
+            return Err(AdminError::Failed(format!(
+                "adding learner {id} at {} failed: {e}",
+                req.addr
+            )))
+        }
         Ok(Ok(_)) => {}
     }
     if req.learner_only {
@@ -127,9 +155,11 @@ pub async fn add_member(
         });
     }
     let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
-    match tokio::time::timeout(ADD_MEMBER_TIMEOUT, s.raft.change_membership(change, false)).await {
-        Err(_) => Err(s.no_quorum_message("promotion to voter not committed")),
-        Ok(Err(e)) => Err(format!("promoting node {id} to voter failed: {e}")),
+    match tokio::time::timeout(ADD_MEMBER_TIMEOUT, raft.change_membership(change, false)).await {
+        Err(_) => Err(s.no_quorum("promotion to voter not committed")),
+        Ok(Err(e)) => Err(AdminError::Failed(format!(
+            "promoting node {id} to voter failed: {e}"
+        ))),
         Ok(Ok(r)) => Ok(pb::MemberReply {
             ok: true,
             id,
@@ -142,74 +172,89 @@ pub async fn add_member(
     }
 }
 
+/// `cmctl cluster remove`: a voter is removed from the voters (never the last one), a
+/// learner from the nodes.
 pub async fn remove_member(
     s: &AdminService,
     req: pb::RemoveMemberRequest,
-) -> Result<pb::MemberReply, String> {
-    let deadline = Instant::now() + s.timeout;
-    if let Some(leader) = s.wait_leader(deadline).await? {
-        if req.forwarded {
-            return Ok(not_leader_reply(s, Some(leader)));
-        }
-        let mut c = s.admin_client(&leader.addr).await?;
-        let mut fwd = tonic::Request::new(pb::RemoveMemberRequest {
-            forwarded: true,
-            ..req
-        });
-        fwd.set_timeout(s.timeout * 2);
-        return c
-            .remove_member(fwd)
-            .await
-            .map(|r| r.into_inner())
-            .map_err(|e| s.forward_err(&leader, e.message()));
-    }
-    let m = s.metrics();
+) -> Result<pb::MemberReply, AdminError> {
+    let route = Route {
+        what: "cluster remove",
+        forwarded: req.forwarded,
+        deadline: Instant::now() + s.timeout,
+        forward_timeout: s.timeout * 2,
+    };
+    let forward = pb::RemoveMemberRequest {
+        forwarded: true,
+        ..req
+    };
+    s.on_leader(
+        route,
+        || async { remove_here(s, req.id).await.map(Local::Done) },
+        |mut c, timeout| async move {
+            let mut fwd = tonic::Request::new(forward);
+            fwd.set_timeout(timeout);
+            c.remove_member(fwd).await
+        },
+        redirect,
+    )
+    .await
+}
+
+async fn remove_here(s: &AdminService, id: NodeId) -> Result<pb::MemberReply, AdminError> {
+    let m = s.leadership.metrics();
     let membership = m.membership_config.membership().clone();
     let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
-    let addr = node_addr(&m, req.id);
-    if membership.get_node(&req.id).is_none() {
+    let addr = node_addr(&m, id);
+    if membership.get_node(&id).is_none() {
         let known: Vec<String> = membership
             .nodes()
             .map(|(id, n)| format!("{id} ({n})"))
             .collect();
-        return Err(format!(
-            "bad value: no member with id {}; members are {}",
-            req.id,
+        return Err(AdminError::BadRequest(format!(
+            "bad value: no member with id {id}; members are {}",
             known.join(", ")
-        ));
+        )));
     }
-    let change = if voters.contains(&req.id) {
+    let change = if voters.contains(&id) {
         if voters.len() == 1 {
-            return Err("bad value: cannot remove the last voter".into());
+            return Err(AdminError::BadRequest(
+                "bad value: cannot remove the last voter".into(),
+            ));
         }
-        ChangeMembers::RemoveVoters(BTreeSet::from([req.id]))
+        ChangeMembers::RemoveVoters(BTreeSet::from([id]))
     } else {
-        ChangeMembers::RemoveNodes(BTreeSet::from([req.id]))
+        ChangeMembers::RemoveNodes(BTreeSet::from([id]))
     };
-    match tokio::time::timeout(s.timeout * 2, s.raft.change_membership(change, false)).await {
-        Err(_) => Err(s.no_quorum_message("membership change not committed")),
-        Ok(Err(e)) => Err(format!("removing node {} failed: {e}", req.id)),
+    let raft = s.leadership.raft();
+    match tokio::time::timeout(s.timeout * 2, raft.change_membership(change, false)).await {
+        Err(_) => Err(s.no_quorum("membership change not committed")),
+        Ok(Err(e)) => Err(AdminError::Failed(format!(
+            "removing node {id} failed: {e}"
+        ))),
         Ok(Ok(r)) => Ok(pb::MemberReply {
             ok: true,
-            id: req.id,
-            detail: format!(
-                "node {} ({addr}) removed (log index {})",
-                req.id, r.log_id.index
-            ),
+            id,
+            detail: format!("node {id} ({addr}) removed (log index {})", r.log_id.index),
             ..Default::default()
         }),
     }
 }
 
 /// Builds a snapshot now and waits (10 s at most) until it covers what was applied.
-pub async fn snapshot_now(s: &AdminService) -> Result<pb::SnapshotReply, String> {
-    let target = s.metrics().last_applied.map(|l| l.index).unwrap_or(0);
-    s.raft
-        .trigger()
+pub async fn snapshot_now(s: &AdminService) -> Result<pb::SnapshotReply, AdminError> {
+    let target = s
+        .leadership
+        .metrics()
+        .last_applied
+        .map(|l| l.index)
+        .unwrap_or(0);
+    let raft = s.leadership.raft();
+    raft.trigger()
         .snapshot()
         .await
-        .map_err(|e| format!("cannot trigger a snapshot: {e}"))?;
-    let mut rx = s.raft.metrics();
+        .map_err(|e| AdminError::Failed(format!("cannot trigger a snapshot: {e}")))?;
+    let mut rx = raft.metrics();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let idx = rx.borrow().snapshot.map(|l| l.index).unwrap_or(0);
@@ -218,9 +263,9 @@ pub async fn snapshot_now(s: &AdminService) -> Result<pb::SnapshotReply, String>
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
+            return Err(AdminError::Failed(format!(
                 "snapshot did not reach index {target} within 10 s (at {idx})"
-            ));
+            )));
         }
         let _ = tokio::time::timeout(left, rx.changed()).await;
     }

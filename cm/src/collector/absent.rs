@@ -1,18 +1,18 @@
 //! Absent and offline ads through Raft, so they survive any crash.
 //!
 //! The collector table finds them (an expired slot that `ABSENT_REQUIREMENTS` keeps, an ad
-//! advertised with `Offline = true`) on every CM, but only the Raft leader writes them: it
-//! commits `PutAd` for a hidden ad the replicated state does not hold yet, `RemoveAd` when the
-//! machine's next live update (received directly or relayed) is newer than the stored ad, and
-//! `RemoveAd` after `ABSENT_EXPIRE_ADS_AFTER` (never when 0). Every CM mirrors the replicated
-//! ads into its table ([`AdTable::sync_replicated`]), so `condor_status -absent` gives the same
-//! answer on any CM, also right after a full-cluster restart. A hidden ad a follower found
-//! that the leader has not committed stays visible for [`PENDING_GRACE`] seconds, long enough
-//! for the leader's own sweep, and is then dropped.
+//! advertised with `Offline = true`) on every CM, but only the Raft leader writes them
+//! (`crate::leader::absent` commits what [`plan`] says): `PutAd` for a hidden ad the
+//! replicated state does not hold yet, `RemoveAd` when the machine's next live update
+//! (received directly or relayed) is newer than the stored ad, and `RemoveAd` after
+//! `ABSENT_EXPIRE_ADS_AFTER` (never when 0). Every CM mirrors the replicated ads into its
+//! table ([`spawn_mirror`], [`AdTable::sync_replicated`]), so `condor_status -absent` gives the
+//! same answer on any CM, also right after a full-cluster restart. A hidden ad a follower
+//! found that the leader has not committed stays visible for [`PENDING_GRACE`] seconds, long
+//! enough for the leader's own sweep, and is then dropped.
 use super::service::{unix_now, SharedTable};
 use super::{AdKey, AdTable, ReplicatedAd};
-use crate::raft::{NodeId, Raft};
-use aerie_core::state::{AdRecord, Command, Request};
+use aerie_core::state::{AdRecord, Command};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
@@ -105,13 +105,10 @@ fn key_of(text: &str) -> Option<AdKey> {
     t.advertise_text(text, 0).ok().map(|(k, _)| k)
 }
 
-/// Mirrors the replicated ads into the table on every CM and, on the leader, commits what
-/// [`plan`] finds, every `every` until aborted.
-pub fn spawn(
-    raft: Raft,
-    state: crate::store::SharedState,
+/// Mirrors the replicated ads into the table, every `every` until aborted (every CM).
+pub fn spawn_mirror(
+    state: crate::raft::store::SharedState,
     table: SharedTable,
-    id: NodeId,
     every: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -126,45 +123,11 @@ pub fn spawn(
                 .state
                 .ads
                 .clone();
-            let now = unix_now();
-            {
-                let mut t = table.write().unwrap_or_else(|p| p.into_inner());
-                for bad in t.sync_replicated(&replicated_ads(&replicated), now - PENDING_GRACE) {
-                    // Once per distinct problem, not every sweep.
-                    if reported.insert(bad.clone()) {
-                        tracing::warn!(error = %bad, "a replicated absent/offline ad cannot be read");
-                    }
-                }
-            }
-            let leader = raft.metrics().borrow().current_leader == Some(id);
-            if !leader {
-                continue;
-            }
-            let cmds = {
-                let t = table.read().unwrap_or_else(|p| p.into_inner());
-                plan(&t, &replicated, now)
-            };
-            for cmd in cmds {
-                let what = cmd.name();
-                let (bucket, name) = match &cmd {
-                    Command::PutAd { ad_type, name, .. } | Command::RemoveAd { ad_type, name } => {
-                        (ad_type.clone(), name.clone())
-                    }
-                    _ => (String::new(), String::new()),
-                };
-                match raft.client_write(Request::new(cmd)).await {
-                    Ok(r) if r.data.ok => {
-                        metrics::counter!("aerie_collector_absent_commits_total", "command" => what)
-                            .increment(1);
-                        tracing::info!(command = what, bucket = %bucket, name = %name, "committed absent/offline ad change");
-                    }
-                    Ok(r) => {
-                        tracing::warn!(command = what, bucket = %bucket, name = %name, error = %r.data.error, "absent/offline ad change refused")
-                    }
-                    Err(e) => {
-                        tracing::warn!(command = what, error = %e, "cannot commit absent/offline ad change");
-                        break;
-                    }
+            let mut t = table.write().unwrap_or_else(|p| p.into_inner());
+            for bad in t.sync_replicated(&replicated_ads(&replicated), unix_now() - PENDING_GRACE) {
+                // Once per distinct problem, not every sweep.
+                if reported.insert(bad.clone()) {
+                    tracing::warn!(error = %bad, "a replicated absent/offline ad cannot be read");
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! Starting a CM's collector: the table, the gRPC service, and the background tasks (expiry
-//! sweep, relay to the other CMs, absent/offline ads through Raft). The daemon calls
+//! sweep, relay to the other CMs, the mirror of the replicated absent/offline ads). The daemon calls
 //! [`start`] once Raft is up and [`Running::stop`] on shutdown.
 use super::absent;
 use super::relay::{Relay, RelayParams};
@@ -20,7 +20,7 @@ pub fn start(
     cfg: Option<&aerie_config::Config>,
     id: NodeId,
     raft: &Raft,
-    state: crate::store::SharedState,
+    state: crate::raft::store::SharedState,
 ) -> Result<Running, String> {
     let (params, relay_params, rate) = match cfg {
         Some(c) => (
@@ -43,7 +43,7 @@ pub fn start(
     let tasks = vec![
         service::spawn_expiry(table.clone(), SWEEP_INTERVAL),
         relay.spawn_membership_watch(raft.clone()),
-        absent::spawn(raft.clone(), state, table, id, SWEEP_INTERVAL),
+        absent::spawn_mirror(state, table, SWEEP_INTERVAL),
     ];
     Ok(Running {
         service: svc,

@@ -1,13 +1,20 @@
-//! Everything that names openraft lives under this module (plus the storage traits implemented
-//! in `crate::store`), so moving to a newer openraft touches one place.
+//! The replicated core of a CM, and everything that names openraft: moving to a newer
+//! openraft touches this folder only.
 //!
-//! * [`TypeConfig`]: the application types openraft is instantiated with;
+//! * [`TypeConfig`]: the application types openraft is instantiated with (the commands and
+//!   responses of `aerie_core::state`);
+//! * [`store`]: the RocksDB log and the state machine, synced before anything is acknowledged;
 //! * [`network`]: the gRPC client side of the peer Raft RPCs (with deadlines);
 //! * [`service`]: the gRPC server side, handing requests to the local [`Raft`];
-//! * [`config`]: timing knobs (election timeout, heartbeat) and snapshot policy.
+//! * [`config`]: timing knobs (election timeout, heartbeat) and snapshot policy;
+//! * [`propose`]: the one way to write a command, with a deadline and a typed error;
+//! * [`leadership`]: the one way to ask who leads, wait to lead, or confirm leadership.
 pub mod config;
+pub mod leadership;
 pub mod network;
+pub mod propose;
 pub mod service;
+pub mod store;
 
 use aerie_core::state::{CommandResponse, Request};
 use serde::{Deserialize, Serialize};

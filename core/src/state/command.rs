@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const COMMAND_VERSION: u32 = 1;
 
 /// One log entry's application data.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
     pub v: u32,
     pub cmd: Command,
@@ -33,7 +33,7 @@ impl std::fmt::Display for Request {
 }
 
 /// Everything that changes the replicated state.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     /// Changes nothing (leader confirmation, tests).
     Noop,
@@ -106,8 +106,22 @@ pub struct CommandResponse {
     /// Why the command was refused (empty when `ok`).
     #[serde(default)]
     pub error: String,
+    /// What the command answered besides success, for the commands that answer something.
     #[serde(default)]
-    pub result: Option<serde_json::Value>,
+    pub result: Option<CommandResult>,
+}
+
+/// The answers of the commands that give one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum CommandResult {
+    /// `RequestCycle`: the request counter after it, and whether negotiation is paused (then
+    /// no cycle runs until it is resumed, which the operator should be told).
+    CycleRequested {
+        /// `NegotiatorControl::cycle_requests` after this request.
+        cycle_requests: u64,
+        /// Whether negotiation is paused.
+        paused: bool,
+    },
 }
 
 impl CommandResponse {

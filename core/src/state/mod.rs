@@ -8,9 +8,11 @@
 //! A command the state refuses (unknown submitter, bad value) is still a committed log entry:
 //! it changes nothing and its [`CommandResponse`] carries the reason.
 mod command;
+mod overlay;
 mod policy;
 
-pub use command::{Command, CommandResponse, Request, COMMAND_VERSION};
+pub use command::{Command, CommandResponse, CommandResult, Request, COMMAND_VERSION};
+pub use overlay::overlay_policy;
 pub use policy::{
     AdRecord, CycleRecord, DrainRequest, GroupPolicy, NegotiatorControl, Quota, MAX_CYCLE_RECORDS,
 };
@@ -20,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The whole replicated state; a snapshot is this value serialized.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoolState {
     /// The fair-share ledger (priorities, factors, usage).
     pub accountant: Accountant,
@@ -92,7 +94,7 @@ impl PoolState {
         }
     }
 
-    fn apply_command(&mut self, cmd: &Command) -> Result<Option<serde_json::Value>, String> {
+    fn apply_command(&mut self, cmd: &Command) -> Result<Option<CommandResult>, String> {
         match cmd {
             Command::Noop => Ok(None),
             Command::Accountant(ac) => {
@@ -202,10 +204,10 @@ impl PoolState {
             }
             Command::RequestCycle => {
                 self.negotiator.cycle_requests += 1;
-                Ok(Some(serde_json::json!({
-                    "cycle_requests": self.negotiator.cycle_requests,
-                    "paused": self.negotiator.paused,
-                })))
+                Ok(Some(CommandResult::CycleRequested {
+                    cycle_requests: self.negotiator.cycle_requests,
+                    paused: self.negotiator.paused,
+                }))
             }
         }
     }

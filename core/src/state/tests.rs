@@ -143,7 +143,13 @@ fn negotiator_pause_and_cycle_requests_apply_and_survive_a_snapshot() {
     assert!(s.negotiator.paused);
     let r = s.apply(&req(Command::RequestCycle));
     assert!(r.ok);
-    assert_eq!(r.result.unwrap()["cycle_requests"], 1);
+    assert_eq!(
+        r.result,
+        Some(CommandResult::CycleRequested {
+            cycle_requests: 1,
+            paused: true
+        })
+    );
     s.apply(&req(Command::RequestCycle));
     assert_eq!(s.negotiator.cycle_requests, 2);
     assert!(

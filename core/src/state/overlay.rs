@@ -1,10 +1,18 @@
-//! Step 5 of a cycle: the configuration the leader negotiates with — the configuration file's
-//! `NegotiatorConfig` with the replicated runtime policy (`cmctl quota`, `cmctl limit`) laid
-//! over it, so every leader negotiates with the same policy whatever its own file says.
-use aerie_core::accountant::AccountantParams;
-use aerie_core::negotiator::{GroupQuota, NegotiatorConfig};
-use aerie_core::state::{GroupPolicy, Quota};
+//! The configuration a leader negotiates with: its configuration file's `NegotiatorConfig`
+//! with the replicated runtime policy (`cmctl quota`, `cmctl limit`) laid over it, so every
+//! leader negotiates with the same policy whatever its own file says.
+use super::{GroupPolicy, PoolState, Quota};
+use crate::accountant::AccountantParams;
+use crate::negotiator::{GroupQuota, NegotiatorConfig};
 use std::collections::BTreeMap;
+
+impl PoolState {
+    /// `base` with this state's ledger parameters, group policy and limits laid over it (see
+    /// [`overlay_policy`]), and one warning per override that could not apply.
+    pub fn negotiator_config(&self, base: NegotiatorConfig) -> (NegotiatorConfig, Vec<String>) {
+        overlay_policy(base, self.accountant.params(), &self.groups, &self.limits)
+    }
+}
 
 /// Lays the replicated policy over `base`:
 /// * the accountant parameters become the replicated ledger's (the ledger is authoritative);

@@ -1,16 +1,17 @@
 //! One negotiation cycle as the leader runs it (steps 1 to 9 of the module doc), separate
 //! from the timer loop in `driver` so it can be driven directly.
-use super::ad::{negotiator_ad, negotiator_name, AdFacts};
 use super::grants::{build_grants, deliver, Delivery};
-use super::policy::overlay_policy;
+use super::negotiator_ad::{negotiator_ad, negotiator_name, AdFacts};
 use super::requests::fetch_jobs;
 use super::snapshot::PoolSnapshot;
-use super::usage::claimed_usage;
-use super::Negotiation;
+use super::tick::claimed_usage;
+use super::Leader;
+use crate::collector::service::unix_now;
+use crate::raft::leadership::ConfirmError;
+use crate::raft::propose::{propose, ProposeError};
 use aerie_core::accountant::AccountantCommand;
 use aerie_core::negotiator::{negotiate, LimitedBy, NegotiationInput};
-use crate::raft::{ClientWriteError, RaftError};
-use aerie_core::state::{Command, CycleRecord, Request};
+use aerie_core::state::{Command, CommandResponse, CycleRecord};
 use std::time::Instant;
 
 /// How a cycle ended.
@@ -40,25 +41,19 @@ pub struct Completed {
 /// Why a cycle could not run (logged by the caller; the next cycle tries again).
 pub type CycleError = String;
 
-impl Negotiation {
+impl Leader {
     /// Whether this CM still leads `term`.
     pub fn leads(&self, term: u64) -> bool {
-        let m = self.raft.metrics().borrow().clone();
-        m.current_leader == Some(self.id) && m.current_term == term
+        self.leadership.leads(term)
     }
 
     /// Commits one command; `Ok(None)` when leadership was lost.
-    async fn commit(&self, cmd: Command) -> Result<Option<aerie_core::state::CommandResponse>, String> {
-        match tokio::time::timeout(
-            self.knobs.ap_timeout * 2,
-            self.raft.client_write(Request::new(cmd)),
-        )
-        .await
-        {
-            Err(_) => Err("commit timed out (no quorum?)".into()),
-            Ok(Ok(r)) => Ok(Some(r.data)),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => Ok(None),
-            Ok(Err(e)) => Err(format!("commit failed: {e}")),
+    async fn commit(&self, cmd: Command) -> Result<Option<CommandResponse>, String> {
+        match propose(self.leadership.raft(), cmd, self.knobs.ap_timeout * 2).await {
+            Ok(c) => Ok(Some(c.response)),
+            Err(ProposeError::NotLeader { .. }) => Ok(None),
+            Err(e @ ProposeError::Timeout(_)) => Err(format!("commit {e}")),
+            Err(ProposeError::Fatal(e)) => Err(format!("commit failed: {e}")),
         }
     }
 
@@ -72,10 +67,10 @@ impl Negotiation {
     ) -> Result<CycleEnd, CycleError> {
         let started = Instant::now();
         // 1. Everything committed before this point is applied here.
-        match tokio::time::timeout(self.knobs.ap_timeout, self.raft.ensure_linearizable()).await {
-            Err(_) => return Err("leadership not confirmed in time".into()),
-            Ok(Err(_)) => return Ok(CycleEnd::Deposed { step: "confirm" }),
-            Ok(Ok(_)) => {}
+        match self.leadership.confirm(self.knobs.ap_timeout).await {
+            Err(ConfirmError::Timeout(_)) => return Err("leadership not confirmed in time".into()),
+            Err(ConfirmError::NotLeader) => return Ok(CycleEnd::Deposed { step: "confirm" }),
+            Ok(()) => {}
         }
         if !self.leads(term) {
             return Ok(CycleEnd::Deposed { step: "confirm" });
@@ -103,9 +98,7 @@ impl Negotiation {
         }
 
         // 3. Charge usage up to now; time never runs backwards across leaders.
-        let now = crate::collector::service::unix_now()
-            .max(state_now)
-            .max(last_tick);
+        let now = unix_now().max(state_now).max(last_tick);
         let usage = claimed_usage(&snap.slots, use_slot_weights);
         match self
             .commit(Command::Accountant(AccountantCommand::Tick { now, usage }))
@@ -127,12 +120,7 @@ impl Negotiation {
         let (cfg, acct, prev_end) = {
             let a = self.state.read().unwrap_or_else(|p| p.into_inner());
             let s = &a.state;
-            let (cfg, warnings) = overlay_policy(
-                self.config.clone(),
-                s.accountant.params(),
-                &s.groups,
-                &s.limits,
-            );
+            let (cfg, warnings) = s.negotiator_config(self.config.clone());
             for w in warnings {
                 tracing::warn!(term, cycle, "{w}");
             }
@@ -168,7 +156,7 @@ impl Negotiation {
         delivery.refused += undeliverable;
 
         // 8. The cycle record.
-        let end_time = crate::collector::service::unix_now().max(now);
+        let end_time = unix_now().max(now);
         let rejections = outcome
             .stats
             .get("LastNegotiationCycleRejections0")
@@ -234,7 +222,7 @@ impl Negotiation {
     pub fn publish_ad(&self, facts: &AdFacts) {
         let ad = negotiator_ad(facts);
         let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = t.advertise(ad, crate::collector::service::unix_now()) {
+        if let Err(e) = t.advertise(ad, unix_now()) {
             tracing::warn!(error = %e, "Negotiator ad refused by the local collector");
         }
     }

@@ -1,6 +1,6 @@
 //! openraft's storage conformance suite run against the RocksDB store, plus a restart check.
+use crate::raft::store::{LogStore, StateMachineStore};
 use crate::raft::TypeConfig;
-use crate::store::{LogStore, StateMachineStore};
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::StorageError;
 use tempfile::TempDir;

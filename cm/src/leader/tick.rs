@@ -1,7 +1,7 @@
 //! Step 3 of a cycle: who uses which slots, for the accountant's tick.
 //!
 //! HTCondor's rule (the accountant's `CheckMatches`, and the negotiator cycle's own usage
-//! count in `crate::negotiator`): every slot in state `Claimed` (or `Preempting`) that is not
+//! count in `aerie_core::negotiator`): every slot in state `Claimed` (or `Preempting`) that is not
 //! a partitionable slot charges its `SlotWeight` (else `Cpus`, else 1; 1 when slot weights are
 //! off) to the slot's `AccountingGroup` if it has one, else to its `RemoteUser`.
 use aerie_core::accountant::Usage;

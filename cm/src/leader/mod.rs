@@ -1,0 +1,142 @@
+//! Everything only the Raft leader does. Every CM runs [`run`]; it waits until its CM leads a
+//! term, runs that term's duties side by side until the term ends, and waits again.
+//!
+//! The duties of a term, each ending by itself once the CM no longer leads it:
+//! * [`params`]: commit the accountant parameters of the configuration file when the
+//!   replicated ledger's differ (once per term);
+//! * [`absent`]: commit absent and offline ads the collector found, and remove them when the
+//!   machine is back or they expire, so they survive any crash;
+//! * [`driver`]: the negotiation cycles, every `NEGOTIATOR_INTERVAL` or on `cycle-now`
+//!   ([`knobs`]).
+//!
+//! A negotiation cycle ([`cycle`]), as HTCondor's negotiator runs one but fenced by the term:
+//! 1. confirm leadership with a quorum (so the state holds everything committed before);
+//!    skip when an operator paused negotiation (replicated flag);
+//! 2. snapshot the local collector: live slot ads with their private claim capability, and
+//!    the submitter ads ([`snapshot`]); with no submitter ads there is no demand and the
+//!    cycle ends here, committing nothing;
+//! 3. commit an accountant tick with the usage of the claimed slots ([`tick`]), at the
+//!    leader's time, never earlier than any committed time;
+//! 4. ask every access point for its idle jobs, concurrently, with a deadline ([`requests`]);
+//! 5. lay the replicated runtime policy over the configured negotiator settings
+//!    (`PoolState::negotiator_config`);
+//! 6. run the pure negotiator (`aerie_core::negotiator`) off the async threads; stop if
+//!    deposed meanwhile;
+//! 7. send each access point the grants its jobs won, with the term ([`grants`]);
+//! 8. commit the cycle record; 9. publish the Negotiator ad ([`negotiator_ad`]); 10. metrics
+//!    ([`stats`]).
+//!
+//! Every write goes through [`crate::raft::propose`] with a deadline, and every question of
+//! leadership through [`crate::raft::leadership::Leadership`].
+pub mod absent;
+mod cycle;
+mod driver;
+pub mod grants;
+pub mod knobs;
+pub mod negotiator_ad;
+mod params;
+pub mod requests;
+pub mod snapshot;
+mod stats;
+pub mod tick;
+
+pub use cycle::{Completed, CycleEnd, CycleError};
+pub use knobs::Knobs;
+
+use crate::collector::service::SharedTable;
+use crate::raft::leadership::Leadership;
+use crate::raft::store::SharedState;
+use crate::raft::NodeId;
+use aerie_core::accountant::AccountantParams;
+use aerie_core::negotiator::NegotiatorConfig;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the leader's duties work with.
+pub struct Leader {
+    /// This CM's Raft node id.
+    pub id: NodeId,
+    /// This CM's advertised address (the Negotiator ad's name and address).
+    pub addr: String,
+    /// Who leads; the Raft handle for proposals.
+    pub leadership: Leadership,
+    /// The applied replicated state.
+    pub state: SharedState,
+    /// This CM's collector table.
+    pub table: SharedTable,
+    /// The configuration file's negotiator settings (runtime policy is laid over them).
+    pub config: NegotiatorConfig,
+    /// The configuration file's accountant parameters, committed when the ledger's differ;
+    /// `None` without a configuration file (the ledger's stay).
+    pub accountant_params: Option<AccountantParams>,
+    /// Cycle timing.
+    pub knobs: Knobs,
+    /// How often absent and offline ads are looked at.
+    pub absent_sweep: Duration,
+}
+
+impl Leader {
+    /// Builds the leader's duties from the daemon's optional configuration file (negotiator
+    /// knobs and timing, accountant parameters) and the environment (`AERIE_NEGOTIATOR_*`).
+    /// A bad knob is an error naming it.
+    pub fn new(
+        leadership: Leadership,
+        addr: String,
+        state: SharedState,
+        table: SharedTable,
+        cfg: Option<&aerie_config::Config>,
+    ) -> anyhow::Result<Self> {
+        let config = match cfg {
+            Some(c) => NegotiatorConfig::from_config(c)
+                .map_err(|e| anyhow::anyhow!("negotiator configuration: {e}"))?,
+            None => NegotiatorConfig::default(),
+        };
+        let accountant_params = match cfg {
+            Some(c) => Some(
+                AccountantParams::from_config(c)
+                    .map_err(|e| anyhow::anyhow!("accountant configuration: {e}"))?,
+            ),
+            None => None,
+        };
+        let knobs = Knobs::from_lookup(
+            |k| cfg.and_then(|c| c.expanded(k).ok().flatten()),
+            |k| std::env::var(k).ok(),
+        )
+        .map_err(|e| anyhow::anyhow!("negotiation timing: {e}"))?;
+        Ok(Leader {
+            id: leadership.id(),
+            addr,
+            leadership,
+            state,
+            table,
+            config,
+            accountant_params,
+            knobs,
+            absent_sweep: crate::collector::service::SWEEP_INTERVAL,
+        })
+    }
+}
+
+/// Starts the leader's loop; it runs until the task is aborted or Raft shuts down.
+pub fn spawn(leader: Leader) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(Arc::new(leader)))
+}
+
+/// Waits for each term this CM leads and runs its duties until the term ends.
+async fn run(l: Arc<Leader>) {
+    let mut timing = driver::Timing::default();
+    stats::set_leader(false);
+    while let Some(term) = l.leadership.wait_to_lead().await {
+        stats::set_leader(true);
+        tracing::info!(term, "leader: negotiation starts");
+        tokio::join!(
+            params::sync(&l, term),
+            absent::commit_while_leading(&l, term),
+            driver::cycles(&l, term, &mut timing),
+        );
+        stats::set_leader(false);
+        tracing::info!(term, "no longer leader: negotiation stops");
+        // Do not spin while openraft still shows this CM leading a term it cannot serve.
+        l.leadership.wait_deposed(term).await;
+    }
+}
