@@ -6,91 +6,10 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-/// The ad types HTCondor's collector keeps apart. Anything else is kept by its `MyType`
-/// (HTCondor's generic ads).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum AdType {
-    /// Startd slot ads (`MyType = "Machine"`).
-    Machine,
-    Submitter,
-    Scheduler,
-    Negotiator,
-    Master,
-    Collector,
-    Defrag,
-    /// Any other `MyType`, lowercased (HTCondor compares ad types case-insensitively).
-    Generic(String),
-}
+mod key;
 
-impl AdType {
-    /// The type of an ad whose `MyType` is `my_type` (case-insensitive, as HTCondor compares
-    /// it). `Slot` and `Startd` are accepted as names of the machine table, as
-    /// `condor_status` users say them.
-    pub fn parse(my_type: &str) -> AdType {
-        match my_type.to_ascii_lowercase().as_str() {
-            "machine" | "slot" | "startd" => AdType::Machine,
-            "submitter" => AdType::Submitter,
-            "scheduler" | "schedd" => AdType::Scheduler,
-            "negotiator" => AdType::Negotiator,
-            "master" => AdType::Master,
-            "collector" => AdType::Collector,
-            "defrag" => AdType::Defrag,
-            other => AdType::Generic(other.to_string()),
-        }
-    }
-
-    /// The canonical `MyType` spelling.
-    pub fn as_str(&self) -> &str {
-        match self {
-            AdType::Machine => "Machine",
-            AdType::Submitter => "Submitter",
-            AdType::Scheduler => "Scheduler",
-            AdType::Negotiator => "Negotiator",
-            AdType::Master => "Master",
-            AdType::Collector => "Collector",
-            AdType::Defrag => "Defrag",
-            AdType::Generic(s) => s,
-        }
-    }
-}
-
-impl fmt::Display for AdType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How an ad is keyed, as HTCondor's collector hashes ads (`hashkey.cpp`): its type, its
-/// `Name` (case-sensitive) and the host of the daemon's address (`MyAddress`, or the older
-/// `StartdIpAddr`/`ScheddIpAddr`), so two machines that both call a slot `slot1@localhost`
-/// stay apart. A Submitter's `addr` is prefixed with its `ScheddName` and a slash, since one
-/// user submits through several schedds. An ad without an address has an empty `addr`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AdKey {
-    pub ad_type: AdType,
-    pub name: String,
-    pub addr: String,
-}
-
-impl AdKey {
-    pub fn new(ad_type: AdType, name: impl Into<String>, addr: impl Into<String>) -> Self {
-        AdKey {
-            ad_type,
-            name: name.into(),
-            addr: addr.into(),
-        }
-    }
-}
-
-impl fmt::Display for AdKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {:?}", self.ad_type, self.name)?;
-        if !self.addr.is_empty() {
-            write!(f, " at {}", self.addr)?;
-        }
-        Ok(())
-    }
-}
+use key::{describe, validate};
+pub use key::{AdKey, AdType};
 
 /// The version of an ad's state, for last-writer-wins between CMs: the time the ad was
 /// received by the CM a node sent it to (its origin), a per-origin sequence number that
@@ -1048,82 +967,6 @@ fn parse_one_ad(text: &str, lines: &mut classad::AttrCache) -> Result<ClassAd, S
         n => Err(format!(
             "holds {n} ads separated by blank lines; send one ad per message"
         )),
-    }
-}
-
-/// Checks the attributes every ad needs: `MyType` and `Name`, both strings.
-fn validate(ad: &ClassAd) -> Result<AdKey, AdError> {
-    let name = match ad.eval_attr("Name") {
-        Value::Str(s) if !s.is_empty() => s.to_string(),
-        Value::Undefined => {
-            return Err(AdError {
-                ad: "<no Name>".into(),
-                attribute: Some("Name".into()),
-                reason: "missing (every ad needs a Name)".into(),
-            })
-        }
-        other => {
-            return Err(AdError {
-                ad: "<no Name>".into(),
-                attribute: Some("Name".into()),
-                reason: format!("must be a non-empty string, not {}", describe(&other)),
-            })
-        }
-    };
-    let my_type = match ad.eval_attr("MyType") {
-        Value::Str(s) if !s.is_empty() => s.to_string(),
-        Value::Undefined => {
-            return Err(AdError {
-                ad: name,
-                attribute: Some("MyType".into()),
-                reason: "missing (every ad needs a MyType)".into(),
-            })
-        }
-        other => {
-            return Err(AdError {
-                ad: name,
-                attribute: Some("MyType".into()),
-                reason: format!("must be a non-empty string, not {}", describe(&other)),
-            })
-        }
-    };
-    let ad_type = AdType::parse(&my_type);
-    let mut addr = daemon_host(ad);
-    if ad_type == AdType::Submitter {
-        // One user submits through several schedds: HTCondor keys submitters by both names.
-        if let Value::Str(s) = ad.eval_attr("ScheddName") {
-            addr = format!("{s}/{addr}");
-        }
-    }
-    Ok(AdKey::new(ad_type, name, addr))
-}
-
-/// The host part of the daemon's address, as HTCondor's `getIpAddr` takes it: `MyAddress`,
-/// else the older per-daemon attributes; a sinful string `<host:port?params>` gives `host`.
-/// Empty when the ad carries no address (test tools, generic ads).
-fn daemon_host(ad: &ClassAd) -> String {
-    for attr in ["MyAddress", "StartdIpAddr", "ScheddIpAddr"] {
-        if let Value::Str(s) = ad.eval_attr(attr) {
-            let s = s.trim().trim_start_matches('<');
-            let s = s.split(['?', '>']).next().unwrap_or("");
-            // [v6::addr]:port or host:port -> the host.
-            let host = if let Some(rest) = s.strip_prefix('[') {
-                rest.split(']').next().unwrap_or("")
-            } else {
-                s.rsplit_once(':').map(|(h, _)| h).unwrap_or(s)
-            };
-            if !host.is_empty() {
-                return host.to_string();
-            }
-        }
-    }
-    String::new()
-}
-
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Str(s) => format!("the empty string {s:?}"),
-        other => other.type_name().to_string(),
     }
 }
 
