@@ -11,6 +11,11 @@ mod key;
 use key::{describe, validate};
 pub use key::{AdKey, AdType};
 
+mod private;
+
+pub use private::is_private_attr;
+use private::split_private;
+
 /// The version of an ad's state, for last-writer-wins between CMs: the time the ad was
 /// received by the CM a node sent it to (its origin), a per-origin sequence number that
 /// orders updates received in the same second, and the origin's Raft id (the final
@@ -323,16 +328,6 @@ impl AdTable {
     /// The stored ad under exactly `key`.
     pub fn get_key(&self, key: &AdKey) -> Option<&ClassAd> {
         self.ads.get(key).map(|e| &e.ad)
-    }
-
-    /// The private attributes of a live ad (the claim capability), for the negotiator to hand
-    /// to the access point that won the match. Never exposed by [`AdTable::query`]; `None`
-    /// for absent ads, which are never matched.
-    pub fn private_attrs(&self, ad_type: &AdType, name: &str) -> Option<&ClassAd> {
-        self.first_by_name(ad_type, name)
-            .map(|(_, e)| e)
-            .filter(|e| e.absent_since.is_none())
-            .and_then(|e| e.private.as_ref())
     }
 
     /// Whether the ad of `ad_type` named `name` is absent.
@@ -694,14 +689,10 @@ impl AdTable {
             if e.absent_since.is_some() {
                 return None;
             }
-            let mut text = e.ad.to_old_syntax();
-            if let Some(p) = &e.private {
-                text.push_str(&p.to_old_syntax());
-            }
             return Some(RelayItem {
                 key: key.clone(),
                 version: e.version,
-                text: Some(text),
+                text: Some(e.whole_text()),
             });
         }
         self.tombstones.get(key).map(|v| RelayItem {
@@ -914,43 +905,6 @@ fn not_stored(ad: String) -> AdError {
         reason: "was not stored: an equal or newer copy is held (internal error, please report)"
             .into(),
     }
-}
-
-/// HTCondor's private attributes (compat_classad's fixed list, compared case-insensitively)
-/// and any name with the `_condor_priv` prefix: secrets no query may return.
-pub fn is_private_attr(name: &str) -> bool {
-    const FIXED: [&str; 6] = [
-        "Capability",
-        "ChildClaimIds",
-        "ClaimId",
-        "ClaimIdList",
-        "ClaimIds",
-        "TransferKey",
-    ];
-    const PREFIX: &str = "_condor_priv";
-    FIXED.iter().any(|p| p.eq_ignore_ascii_case(name))
-        || name
-            .get(..PREFIX.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
-}
-
-/// Moves the private attributes of `ad` into their own ad.
-fn split_private(ad: &mut ClassAd) -> Option<ClassAd> {
-    let names: Vec<String> = ad
-        .iter()
-        .filter(|(n, _)| is_private_attr(n))
-        .map(|(n, _)| n.to_string())
-        .collect();
-    if names.is_empty() {
-        return None;
-    }
-    let mut private = ClassAd::with_capacity(names.len());
-    for n in &names {
-        if let Some(e) = ad.remove(n) {
-            private.insert(n, e);
-        }
-    }
-    Some(private)
 }
 
 /// Parses one ad: new syntax (`[...]`) or old syntax, strictly (a line that does not parse
