@@ -16,16 +16,10 @@ mod private;
 pub use private::is_private_attr;
 use private::split_private;
 
-/// The version of an ad's state, for last-writer-wins between CMs: the time the ad was
-/// received by the CM a node sent it to (its origin), a per-origin sequence number that
-/// orders updates received in the same second, and the origin's Raft id (the final
-/// tie-break). Ordered lexicographically in that order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    pub time: i64,
-    pub seq: u64,
-    pub origin: u64,
-}
+mod sync;
+
+use sync::Source;
+pub use sync::{DigestDiff, DigestEntry, RelayItem, Version};
 
 /// Why an ad was refused. The message names the ad (when it has a name) and the attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,31 +175,6 @@ impl Entry {
     }
 }
 
-/// One change to hand to the other CMs: an ad's whole text (public and private attributes),
-/// or its invalidation (`text == None`), with the version it was stored under.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RelayItem {
-    pub key: AdKey,
-    pub version: Version,
-    pub text: Option<String>,
-}
-
-/// What a CM holds for one key, as a digest line: the version and whether it is a deletion.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DigestEntry {
-    pub key: AdKey,
-    pub version: Version,
-    pub deleted: bool,
-}
-
-/// The answer to a peer's digest: what this table holds newer (or the peer lacks), and the
-/// keys for which the peer's version is newer (it should send them).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DigestDiff {
-    pub newer: Vec<RelayItem>,
-    pub wanted: Vec<AdKey>,
-}
-
 /// A hidden ad (absent or offline) held by the table, as the Raft layer sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HiddenAd {
@@ -264,29 +233,12 @@ fn stamp(e: &Entry) -> ClassAd {
     ad
 }
 
-/// How a store treats versions: a CM's own updates always win locally; relayed ones only
-/// when newer than what is held.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Local,
-    Relayed { now: i64 },
-}
-
 impl AdTable {
     pub fn new(params: CollectorParams) -> Self {
         AdTable {
             params,
             ..AdTable::default()
         }
-    }
-
-    /// Sets the Raft id stamped on the versions of directly received updates.
-    pub fn set_origin_id(&mut self, id: u64) {
-        self.origin_id = id;
-    }
-
-    pub fn origin_id(&self) -> u64 {
-        self.origin_id
     }
 
     pub fn params(&self) -> &CollectorParams {
@@ -336,45 +288,12 @@ impl AdTable {
             .is_some_and(|(_, e)| e.absent_since.is_some())
     }
 
-    /// The version an ad is stored under.
-    pub fn version_of(&self, key: &AdKey) -> Option<Version> {
-        self.ads.get(key).map(|e| e.version)
-    }
-
-    fn next_version(&mut self, now: i64) -> Version {
-        self.seq += 1;
-        Version {
-            time: now,
-            seq: self.seq,
-            origin: self.origin_id,
-        }
-    }
-
     /// Parses and stores one ad sent as text (old or new syntax). The size limit is checked
     /// before parsing, so an oversized ad costs nothing.
     pub fn advertise_text(&mut self, text: &str, now: i64) -> Result<(AdKey, Update), AdError> {
         let v = self.next_version(now);
         self.ingest_text(text, v, Source::Local)
             .and_then(|r| r.ok_or_else(|| not_stored(guess_name(text))))
-    }
-
-    /// Stores an ad another CM relayed, if its version is newer than what is held (last
-    /// writer wins); `Ok(None)` when it is not (a duplicate or an older copy), or when it has
-    /// already expired at `now`.
-    pub fn apply_relayed_text(
-        &mut self,
-        text: &str,
-        version: Version,
-        now: i64,
-    ) -> Result<Option<(AdKey, Update)>, AdError> {
-        self.witness(version);
-        self.ingest_text(text, version, Source::Relayed { now })
-    }
-
-    /// Lamport rule: this CM's next sequence number is above any it has seen, so a change
-    /// made here after seeing another CM's (in the same second) is ordered after it.
-    fn witness(&mut self, v: Version) {
-        self.seq = self.seq.max(v.seq);
     }
 
     fn ingest_text(
@@ -398,17 +317,10 @@ impl AdTable {
         if let Some(key) = self.by_text.get(&h) {
             if let Some(e) = self.ads.get_mut(key) {
                 if e.text_hash == Some(h) && e.absent_since.is_none() {
-                    let mut version = version;
-                    match source {
-                        Source::Relayed { now } => {
-                            if version <= e.version || now - version.time > e.lifetime {
-                                return Ok(None);
-                            }
-                        }
-                        // A CM whose clock is behind the one that sent the held copy still
-                        // orders the node's newer update after it.
-                        Source::Local => version.time = version.time.max(e.version.time),
-                    }
+                    let Some(version) = source.refresh_version(version, e.version, e.lifetime)
+                    else {
+                        return Ok(None);
+                    };
                     e.version = version;
                     return Ok(Some((AdKey::clone(key), Update::Unchanged)));
                 }
@@ -458,32 +370,15 @@ impl AdTable {
                 })
             }
         };
-        if let Source::Relayed { now } = source {
-            // Already expired at its origin: dropped, unless it is a slot that becomes absent
-            // (the next sweep here makes it absent, so the leader learns of it even when the
-            // relay was slower than the ad's lifetime).
-            if now - version.time > lifetime && !self.becomes_absent(&key.ad_type, &ad) {
-                return Ok(None);
+        let version = match source {
+            Source::Relayed { now } => {
+                if !self.relayed_wins(&key, &ad, version, lifetime, now) {
+                    return Ok(None);
+                }
+                version
             }
-            if self.tombstones.get(&key).is_some_and(|t| *t >= version) {
-                return Ok(None);
-            }
-            match self.ads.get(&key) {
-                Some(e) if e.absent_since.is_some_and(|s| version.time < s) => return Ok(None),
-                Some(e) if e.absent_since.is_none() && version <= e.version => return Ok(None),
-                _ => {}
-            }
-        }
-        let mut version = version;
-        if source == Source::Local {
-            // As in the fast path: never older than the copy held, whatever this clock says.
-            if let Some(e) = self.ads.get(&key) {
-                version.time = version.time.max(e.version.time);
-            }
-            if let Some(t) = self.tombstones.get(&key) {
-                version.time = version.time.max(t.time);
-            }
-        }
+            Source::Local => self.local_version(&key, version),
+        };
         self.tombstones.remove(&key);
         let private = split_private(&mut ad);
         ad.shrink_to_fit();
@@ -564,17 +459,10 @@ impl AdTable {
         out
     }
 
-    /// Applies an invalidation relayed by another CM, if newer than the ad held.
-    pub fn apply_relayed_invalidate(&mut self, key: &AdKey, version: Version, now: i64) -> bool {
-        self.witness(version);
-        self.invalidate_key(key, version, Source::Relayed { now })
-    }
-
     fn invalidate_key(&mut self, key: &AdKey, version: Version, source: Source) -> bool {
         let Some(e) = self.ads.get(key) else {
             if matches!(source, Source::Relayed { .. }) {
-                let t = self.tombstones.entry(key.clone()).or_default();
-                *t = (*t).max(version);
+                self.bury(key, version);
             }
             return false;
         };
@@ -591,8 +479,7 @@ impl AdTable {
         } else {
             self.remove(key);
         }
-        let t = self.tombstones.entry(key.clone()).or_default();
-        *t = (*t).max(version);
+        self.bury(key, version);
         true
     }
 
@@ -623,8 +510,7 @@ impl AdTable {
                 report.removed.push(key);
             }
         }
-        let keep = 2 * self.params.classad_lifetime.max(1);
-        self.tombstones.retain(|_, v| now - v.time <= keep);
+        self.expire_tombstones(now);
         report
     }
 
@@ -680,72 +566,6 @@ impl AdTable {
             }
         }
         out
-    }
-
-    /// What to relay for `key`: the live ad's whole text (private attributes included, so
-    /// the leader can hand out claims), or its invalidation; `None` for hidden or unknown ads.
-    pub fn relay_item(&self, key: &AdKey) -> Option<RelayItem> {
-        if let Some(e) = self.ads.get(key) {
-            if e.absent_since.is_some() {
-                return None;
-            }
-            return Some(RelayItem {
-                key: key.clone(),
-                version: e.version,
-                text: Some(e.whole_text()),
-            });
-        }
-        self.tombstones.get(key).map(|v| RelayItem {
-            key: key.clone(),
-            version: *v,
-            text: None,
-        })
-    }
-
-    /// The (key, version) of every live ad and tombstone, for the periodic digest exchange.
-    /// Absent and offline ads are left out: Raft replicates those.
-    pub fn digest(&self) -> Vec<DigestEntry> {
-        let live = self
-            .ads
-            .iter()
-            .filter(|(_, e)| e.absent_since.is_none())
-            .map(|(k, e)| DigestEntry {
-                key: AdKey::clone(k),
-                version: e.version,
-                deleted: false,
-            });
-        let dead = self.tombstones.iter().map(|(k, v)| DigestEntry {
-            key: k.clone(),
-            version: *v,
-            deleted: true,
-        });
-        live.chain(dead).collect()
-    }
-
-    /// Compares a peer's digest with this table (last writer wins): what this table should
-    /// send it (newer here, or missing there) and which keys it should send here.
-    pub fn diff_digest(&self, theirs: &[DigestEntry]) -> DigestDiff {
-        let mut diff = DigestDiff::default();
-        let mut seen = std::collections::HashSet::with_capacity(theirs.len());
-        for d in theirs {
-            seen.insert(&d.key);
-            let mine = match self.ads.get(&d.key) {
-                Some(e) if e.absent_since.is_none() => Some(e.version),
-                _ => self.tombstones.get(&d.key).copied(),
-            };
-            match mine {
-                Some(v) if v > d.version => diff.newer.extend(self.relay_item(&d.key)),
-                Some(v) if v == d.version => {}
-                _ if d.deleted && mine.is_none() => {}
-                _ => diff.wanted.push(d.key.clone()),
-            }
-        }
-        for (k, e) in &self.ads {
-            if e.absent_since.is_none() && !seen.contains(&**k) {
-                diff.newer.extend(self.relay_item(k));
-            }
-        }
-        diff
     }
 
     /// The absent and offline ads held, for the Raft layer to commit.
