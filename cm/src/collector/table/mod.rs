@@ -1,5 +1,22 @@
-//! The ad table: live ads keyed by (ad type, name), with HTCondor's lifetime and absent-ad
-//! rules. No I/O and no clock: every call that depends on time takes `now` (Unix seconds).
+//! The ad table: live ads keyed by (ad type, name, daemon host), with HTCondor's lifetime and
+//! absent-ad rules. No I/O and no clock: every call that depends on time takes `now` (Unix
+//! seconds).
+//!
+//! This file is the table itself, [`AdTable`]: advertising (the text fast path, parsing,
+//! validation, storing), invalidation, `CLASSAD_LIFETIME` expiry, absent and offline ads and
+//! their mirror of the replicated state, and queries. Three concerns that the table uses but
+//! that have rules of their own are split out, each a child module so it can read the
+//! table's private fields without widening them to the rest of the collector:
+//!
+//! - [`key`]: which ads are the same ad ([`AdKey`], [`AdType`], after HTCondor's
+//!   `hashkey.cpp`), the vocabulary everything else uses and which depends on nothing else.
+//! - [`private`]: the attributes no query may show (`ClaimId` and the like), split off on the
+//!   way in, and the only two ways back out (the negotiator and the relay).
+//! - [`sync`]: what keeps CMs in step: versions, last-writer-wins, tombstones, relay items
+//!   and digests. The table asks it whether an update may be stored and under which version.
+//!
+//! Absent and offline ads stay here rather than in `sync`: Raft replicates them, and what the
+//! table does with them (hide them, expire them, bring a machine back) is table behaviour.
 use classad::{ClassAd, Expr, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -28,6 +45,7 @@ pub struct AdError {
     pub ad: String,
     /// The attribute at fault, if one is.
     pub attribute: Option<String>,
+    /// What is wrong, as the end of a sentence ("missing (every ad needs a Name)").
     pub reason: String,
 }
 
@@ -145,6 +163,7 @@ pub struct Query {
     pub limit: usize,
 }
 
+/// One stored ad: its public and private parts and the bookkeeping the rules need.
 #[derive(Clone, Debug)]
 struct Entry {
     /// The public part of the ad as the node sent it (plus `Absent = true` once absent):
@@ -170,6 +189,7 @@ struct Entry {
 }
 
 impl Entry {
+    /// The last update's time at its origin CM (what `LastHeardFrom` shows).
     fn updated(&self) -> i64 {
         self.version.time
     }
@@ -178,7 +198,9 @@ impl Entry {
 /// A hidden ad (absent or offline) held by the table, as the Raft layer sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HiddenAd {
+    /// The ad.
     pub key: AdKey,
+    /// Stored offline (`Offline = true`) rather than absent.
     pub offline: bool,
     /// Mirrored from the replicated state (else found by this CM, not yet committed).
     pub replicated: bool,
@@ -191,8 +213,11 @@ pub struct HiddenAd {
 /// A replicated absent/offline ad to mirror into the table.
 #[derive(Clone, Debug)]
 pub struct ReplicatedAd<'a> {
+    /// The ad as committed (a [`HiddenAd`]'s text).
     pub text: &'a str,
+    /// When it became absent / was stored offline.
     pub time: i64,
+    /// An offline ad (else an absent one).
     pub offline: bool,
 }
 
@@ -234,6 +259,7 @@ fn stamp(e: &Entry) -> ClassAd {
 }
 
 impl AdTable {
+    /// An empty table with these knobs and origin id 0.
     pub fn new(params: CollectorParams) -> Self {
         AdTable {
             params,
@@ -241,6 +267,7 @@ impl AdTable {
         }
     }
 
+    /// The knobs the table was made with.
     pub fn params(&self) -> &CollectorParams {
         &self.params
     }
@@ -250,6 +277,7 @@ impl AdTable {
         self.ads.len()
     }
 
+    /// No ads held, absent ones included.
     pub fn is_empty(&self) -> bool {
         self.ads.is_empty()
     }
