@@ -790,3 +790,15 @@ fn guess_name(text: &str) -> String {
     }
     "<unparsed>".into()
 }
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod key_tests;
+
+#[cfg(test)]
+mod private_tests;
+
+#[cfg(test)]
+mod sync_tests;
