@@ -1,7 +1,7 @@
 //! Keeping CMs in step: last-writer-wins for relayed updates and invalidations, tombstones,
 //! the digest comparison, Lamport ordering of sequence numbers, and relayed slots that arrive
 //! already expired.
-use super::tests::{absent_params, params, slot, T0};
+use super::tests::{absent_params, params, slot, state, T0};
 use super::*;
 
 fn v(time: i64, seq: u64, origin: u64) -> Version {
@@ -18,22 +18,10 @@ fn relayed_ads_are_stored_last_writer_wins_and_duplicates_ignored() {
     // The same version again (a duplicate) and an older one are ignored.
     assert!(t.apply_relayed_text(&a, v(T0, 5, 1), T0).unwrap().is_none());
     assert!(t.apply_relayed_text(&b, v(T0, 4, 1), T0).unwrap().is_none());
-    assert_eq!(
-        t.get(&AdType::Machine, "slot1@a")
-            .unwrap()
-            .eval_attr("State")
-            .as_str(),
-        Some("Unclaimed")
-    );
+    assert_eq!(state(&t, "slot1@a").as_deref(), Some("Unclaimed"));
     // Same second, another origin: the higher id wins the tie only on equal sequence.
     assert!(t.apply_relayed_text(&b, v(T0, 5, 3), T0).unwrap().is_some());
-    assert_eq!(
-        t.get(&AdType::Machine, "slot1@a")
-            .unwrap()
-            .eval_attr("State")
-            .as_str(),
-        Some("Claimed")
-    );
+    assert_eq!(state(&t, "slot1@a").as_deref(), Some("Claimed"));
     // Expiry uses the origin's receive time: relayed at T0, it expires at T0 + 900 here too.
     assert!(t.expire(T0 + 900).removed.is_empty());
     assert_eq!(t.expire(T0 + 901).removed.len(), 1);

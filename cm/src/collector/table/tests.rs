@@ -27,6 +27,15 @@ pub(super) fn absent_params(req: &str) -> CollectorParams {
     }
 }
 
+/// The `State` of the machine ad named `name` (which must be held).
+pub(super) fn state(t: &AdTable, name: &str) -> Option<String> {
+    t.get(&AdType::Machine, name)
+        .unwrap()
+        .eval_attr("State")
+        .as_str()
+        .map(str::to_string)
+}
+
 fn names(ads: &[classad::ClassAd]) -> Vec<String> {
     ads.iter()
         .map(|a| a.eval_attr("Name").as_str().unwrap_or("?").to_string())
@@ -409,13 +418,7 @@ fn text_index_follows_updates_expiry_absence_and_invalidation() {
     assert_eq!(t.advertise_text(&a2, T0 + 2).unwrap().1, Update::Changed);
     // Back to the first text: a change again, not a stale "unchanged".
     assert_eq!(t.advertise_text(&a1, T0 + 3).unwrap().1, Update::Changed);
-    assert_eq!(
-        t.get(&AdType::Machine, "slot1@a")
-            .unwrap()
-            .eval_attr("State")
-            .as_str(),
-        Some("Unclaimed")
-    );
+    assert_eq!(state(&t, "slot1@a").as_deref(), Some("Unclaimed"));
     assert_eq!(t.text_index_len(), 1);
     // Absent: the same text again replaces the absent ad (it is not "unchanged").
     t.expire(T0 + 3 + 901);
