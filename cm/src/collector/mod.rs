@@ -22,7 +22,4 @@ pub use table::{
 };
 
 #[cfg(test)]
-mod tests;
-
-#[cfg(test)]
 mod relay_tests;

@@ -1,107 +1,42 @@
-//! The ad table: live ads keyed by (ad type, name), with HTCondor's lifetime and absent-ad
-//! rules. No I/O and no clock: every call that depends on time takes `now` (Unix seconds).
+//! The ad table: live ads keyed by (ad type, name, daemon host), with HTCondor's lifetime and
+//! absent-ad rules. No I/O and no clock: every call that depends on time takes `now` (Unix
+//! seconds).
+//!
+//! This file is the table itself, [`AdTable`]: advertising (the text fast path, parsing,
+//! validation, storing), invalidation, `CLASSAD_LIFETIME` expiry, absent and offline ads and
+//! their mirror of the replicated state, and queries. Three concerns that the table uses but
+//! that have rules of their own are split out, each a child module so it can read the
+//! table's private fields without widening them to the rest of the collector:
+//!
+//! - [`key`]: which ads are the same ad ([`AdKey`], [`AdType`], after HTCondor's
+//!   `hashkey.cpp`), the vocabulary everything else uses and which depends on nothing else.
+//! - [`private`]: the attributes no query may show (`ClaimId` and the like), split off on the
+//!   way in, and the only two ways back out (the negotiator and the relay).
+//! - [`sync`]: what keeps CMs in step: versions, last-writer-wins, tombstones, relay items
+//!   and digests. The table asks it whether an update may be stored and under which version.
+//!
+//! Absent and offline ads stay here rather than in `sync`: Raft replicates them, and what the
+//! table does with them (hide them, expire them, bring a machine back) is table behaviour.
 use classad::{ClassAd, Expr, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-/// The ad types HTCondor's collector keeps apart. Anything else is kept by its `MyType`
-/// (HTCondor's generic ads).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum AdType {
-    /// Startd slot ads (`MyType = "Machine"`).
-    Machine,
-    Submitter,
-    Scheduler,
-    Negotiator,
-    Master,
-    Collector,
-    Defrag,
-    /// Any other `MyType`, lowercased (HTCondor compares ad types case-insensitively).
-    Generic(String),
-}
+mod key;
 
-impl AdType {
-    /// The type of an ad whose `MyType` is `my_type` (case-insensitive, as HTCondor compares
-    /// it). `Slot` and `Startd` are accepted as names of the machine table, as
-    /// `condor_status` users say them.
-    pub fn parse(my_type: &str) -> AdType {
-        match my_type.to_ascii_lowercase().as_str() {
-            "machine" | "slot" | "startd" => AdType::Machine,
-            "submitter" => AdType::Submitter,
-            "scheduler" | "schedd" => AdType::Scheduler,
-            "negotiator" => AdType::Negotiator,
-            "master" => AdType::Master,
-            "collector" => AdType::Collector,
-            "defrag" => AdType::Defrag,
-            other => AdType::Generic(other.to_string()),
-        }
-    }
+use key::{describe, validate};
+pub use key::{AdKey, AdType};
 
-    /// The canonical `MyType` spelling.
-    pub fn as_str(&self) -> &str {
-        match self {
-            AdType::Machine => "Machine",
-            AdType::Submitter => "Submitter",
-            AdType::Scheduler => "Scheduler",
-            AdType::Negotiator => "Negotiator",
-            AdType::Master => "Master",
-            AdType::Collector => "Collector",
-            AdType::Defrag => "Defrag",
-            AdType::Generic(s) => s,
-        }
-    }
-}
+mod private;
 
-impl fmt::Display for AdType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use private::is_private_attr;
+use private::split_private;
 
-/// How an ad is keyed, as HTCondor's collector hashes ads (`hashkey.cpp`): its type, its
-/// `Name` (case-sensitive) and the host of the daemon's address (`MyAddress`, or the older
-/// `StartdIpAddr`/`ScheddIpAddr`), so two machines that both call a slot `slot1@localhost`
-/// stay apart. A Submitter's `addr` is prefixed with its `ScheddName` and a slash, since one
-/// user submits through several schedds. An ad without an address has an empty `addr`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AdKey {
-    pub ad_type: AdType,
-    pub name: String,
-    pub addr: String,
-}
+mod sync;
 
-impl AdKey {
-    pub fn new(ad_type: AdType, name: impl Into<String>, addr: impl Into<String>) -> Self {
-        AdKey {
-            ad_type,
-            name: name.into(),
-            addr: addr.into(),
-        }
-    }
-}
-
-impl fmt::Display for AdKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {:?}", self.ad_type, self.name)?;
-        if !self.addr.is_empty() {
-            write!(f, " at {}", self.addr)?;
-        }
-        Ok(())
-    }
-}
-
-/// The version of an ad's state, for last-writer-wins between CMs: the time the ad was
-/// received by the CM a node sent it to (its origin), a per-origin sequence number that
-/// orders updates received in the same second, and the origin's Raft id (the final
-/// tie-break). Ordered lexicographically in that order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    pub time: i64,
-    pub seq: u64,
-    pub origin: u64,
-}
+use sync::Source;
+pub use sync::{DigestDiff, DigestEntry, RelayItem, Version};
 
 /// Why an ad was refused. The message names the ad (when it has a name) and the attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,6 +45,7 @@ pub struct AdError {
     pub ad: String,
     /// The attribute at fault, if one is.
     pub attribute: Option<String>,
+    /// What is wrong, as the end of a sentence ("missing (every ad needs a Name)").
     pub reason: String,
 }
 
@@ -227,6 +163,7 @@ pub struct Query {
     pub limit: usize,
 }
 
+/// One stored ad: its public and private parts and the bookkeeping the rules need.
 #[derive(Clone, Debug)]
 struct Entry {
     /// The public part of the ad as the node sent it (plus `Absent = true` once absent):
@@ -252,40 +189,18 @@ struct Entry {
 }
 
 impl Entry {
+    /// The last update's time at its origin CM (what `LastHeardFrom` shows).
     fn updated(&self) -> i64 {
         self.version.time
     }
 }
 
-/// One change to hand to the other CMs: an ad's whole text (public and private attributes),
-/// or its invalidation (`text == None`), with the version it was stored under.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RelayItem {
-    pub key: AdKey,
-    pub version: Version,
-    pub text: Option<String>,
-}
-
-/// What a CM holds for one key, as a digest line: the version and whether it is a deletion.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DigestEntry {
-    pub key: AdKey,
-    pub version: Version,
-    pub deleted: bool,
-}
-
-/// The answer to a peer's digest: what this table holds newer (or the peer lacks), and the
-/// keys for which the peer's version is newer (it should send them).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DigestDiff {
-    pub newer: Vec<RelayItem>,
-    pub wanted: Vec<AdKey>,
-}
-
 /// A hidden ad (absent or offline) held by the table, as the Raft layer sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HiddenAd {
+    /// The ad.
     pub key: AdKey,
+    /// Stored offline (`Offline = true`) rather than absent.
     pub offline: bool,
     /// Mirrored from the replicated state (else found by this CM, not yet committed).
     pub replicated: bool,
@@ -298,8 +213,11 @@ pub struct HiddenAd {
 /// A replicated absent/offline ad to mirror into the table.
 #[derive(Clone, Debug)]
 pub struct ReplicatedAd<'a> {
+    /// The ad as committed (a [`HiddenAd`]'s text).
     pub text: &'a str,
+    /// When it became absent / was stored offline.
     pub time: i64,
+    /// An offline ad (else an absent one).
     pub offline: bool,
 }
 
@@ -340,15 +258,8 @@ fn stamp(e: &Entry) -> ClassAd {
     ad
 }
 
-/// How a store treats versions: a CM's own updates always win locally; relayed ones only
-/// when newer than what is held.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Local,
-    Relayed { now: i64 },
-}
-
 impl AdTable {
+    /// An empty table with these knobs and origin id 0.
     pub fn new(params: CollectorParams) -> Self {
         AdTable {
             params,
@@ -356,15 +267,7 @@ impl AdTable {
         }
     }
 
-    /// Sets the Raft id stamped on the versions of directly received updates.
-    pub fn set_origin_id(&mut self, id: u64) {
-        self.origin_id = id;
-    }
-
-    pub fn origin_id(&self) -> u64 {
-        self.origin_id
-    }
-
+    /// The knobs the table was made with.
     pub fn params(&self) -> &CollectorParams {
         &self.params
     }
@@ -374,6 +277,7 @@ impl AdTable {
         self.ads.len()
     }
 
+    /// No ads held, absent ones included.
     pub fn is_empty(&self) -> bool {
         self.ads.is_empty()
     }
@@ -406,34 +310,10 @@ impl AdTable {
         self.ads.get(key).map(|e| &e.ad)
     }
 
-    /// The private attributes of a live ad (the claim capability), for the negotiator to hand
-    /// to the access point that won the match. Never exposed by [`AdTable::query`]; `None`
-    /// for absent ads, which are never matched.
-    pub fn private_attrs(&self, ad_type: &AdType, name: &str) -> Option<&ClassAd> {
-        self.first_by_name(ad_type, name)
-            .map(|(_, e)| e)
-            .filter(|e| e.absent_since.is_none())
-            .and_then(|e| e.private.as_ref())
-    }
-
     /// Whether the ad of `ad_type` named `name` is absent.
     pub fn is_absent(&self, ad_type: &AdType, name: &str) -> bool {
         self.first_by_name(ad_type, name)
             .is_some_and(|(_, e)| e.absent_since.is_some())
-    }
-
-    /// The version an ad is stored under.
-    pub fn version_of(&self, key: &AdKey) -> Option<Version> {
-        self.ads.get(key).map(|e| e.version)
-    }
-
-    fn next_version(&mut self, now: i64) -> Version {
-        self.seq += 1;
-        Version {
-            time: now,
-            seq: self.seq,
-            origin: self.origin_id,
-        }
     }
 
     /// Parses and stores one ad sent as text (old or new syntax). The size limit is checked
@@ -442,25 +322,6 @@ impl AdTable {
         let v = self.next_version(now);
         self.ingest_text(text, v, Source::Local)
             .and_then(|r| r.ok_or_else(|| not_stored(guess_name(text))))
-    }
-
-    /// Stores an ad another CM relayed, if its version is newer than what is held (last
-    /// writer wins); `Ok(None)` when it is not (a duplicate or an older copy), or when it has
-    /// already expired at `now`.
-    pub fn apply_relayed_text(
-        &mut self,
-        text: &str,
-        version: Version,
-        now: i64,
-    ) -> Result<Option<(AdKey, Update)>, AdError> {
-        self.witness(version);
-        self.ingest_text(text, version, Source::Relayed { now })
-    }
-
-    /// Lamport rule: this CM's next sequence number is above any it has seen, so a change
-    /// made here after seeing another CM's (in the same second) is ordered after it.
-    fn witness(&mut self, v: Version) {
-        self.seq = self.seq.max(v.seq);
     }
 
     fn ingest_text(
@@ -484,17 +345,10 @@ impl AdTable {
         if let Some(key) = self.by_text.get(&h) {
             if let Some(e) = self.ads.get_mut(key) {
                 if e.text_hash == Some(h) && e.absent_since.is_none() {
-                    let mut version = version;
-                    match source {
-                        Source::Relayed { now } => {
-                            if version <= e.version || now - version.time > e.lifetime {
-                                return Ok(None);
-                            }
-                        }
-                        // A CM whose clock is behind the one that sent the held copy still
-                        // orders the node's newer update after it.
-                        Source::Local => version.time = version.time.max(e.version.time),
-                    }
+                    let Some(version) = source.refresh_version(version, e.version, e.lifetime)
+                    else {
+                        return Ok(None);
+                    };
                     e.version = version;
                     return Ok(Some((AdKey::clone(key), Update::Unchanged)));
                 }
@@ -544,32 +398,15 @@ impl AdTable {
                 })
             }
         };
-        if let Source::Relayed { now } = source {
-            // Already expired at its origin: dropped, unless it is a slot that becomes absent
-            // (the next sweep here makes it absent, so the leader learns of it even when the
-            // relay was slower than the ad's lifetime).
-            if now - version.time > lifetime && !self.becomes_absent(&key.ad_type, &ad) {
-                return Ok(None);
+        let version = match source {
+            Source::Relayed { now } => {
+                if !self.relayed_wins(&key, &ad, version, lifetime, now) {
+                    return Ok(None);
+                }
+                version
             }
-            if self.tombstones.get(&key).is_some_and(|t| *t >= version) {
-                return Ok(None);
-            }
-            match self.ads.get(&key) {
-                Some(e) if e.absent_since.is_some_and(|s| version.time < s) => return Ok(None),
-                Some(e) if e.absent_since.is_none() && version <= e.version => return Ok(None),
-                _ => {}
-            }
-        }
-        let mut version = version;
-        if source == Source::Local {
-            // As in the fast path: never older than the copy held, whatever this clock says.
-            if let Some(e) = self.ads.get(&key) {
-                version.time = version.time.max(e.version.time);
-            }
-            if let Some(t) = self.tombstones.get(&key) {
-                version.time = version.time.max(t.time);
-            }
-        }
+            Source::Local => self.local_version(&key, version),
+        };
         self.tombstones.remove(&key);
         let private = split_private(&mut ad);
         ad.shrink_to_fit();
@@ -650,17 +487,10 @@ impl AdTable {
         out
     }
 
-    /// Applies an invalidation relayed by another CM, if newer than the ad held.
-    pub fn apply_relayed_invalidate(&mut self, key: &AdKey, version: Version, now: i64) -> bool {
-        self.witness(version);
-        self.invalidate_key(key, version, Source::Relayed { now })
-    }
-
     fn invalidate_key(&mut self, key: &AdKey, version: Version, source: Source) -> bool {
         let Some(e) = self.ads.get(key) else {
             if matches!(source, Source::Relayed { .. }) {
-                let t = self.tombstones.entry(key.clone()).or_default();
-                *t = (*t).max(version);
+                self.bury(key, version);
             }
             return false;
         };
@@ -677,8 +507,7 @@ impl AdTable {
         } else {
             self.remove(key);
         }
-        let t = self.tombstones.entry(key.clone()).or_default();
-        *t = (*t).max(version);
+        self.bury(key, version);
         true
     }
 
@@ -709,8 +538,7 @@ impl AdTable {
                 report.removed.push(key);
             }
         }
-        let keep = 2 * self.params.classad_lifetime.max(1);
-        self.tombstones.retain(|_, v| now - v.time <= keep);
+        self.expire_tombstones(now);
         report
     }
 
@@ -766,76 +594,6 @@ impl AdTable {
             }
         }
         out
-    }
-
-    /// What to relay for `key`: the live ad's whole text (private attributes included, so
-    /// the leader can hand out claims), or its invalidation; `None` for hidden or unknown ads.
-    pub fn relay_item(&self, key: &AdKey) -> Option<RelayItem> {
-        if let Some(e) = self.ads.get(key) {
-            if e.absent_since.is_some() {
-                return None;
-            }
-            let mut text = e.ad.to_old_syntax();
-            if let Some(p) = &e.private {
-                text.push_str(&p.to_old_syntax());
-            }
-            return Some(RelayItem {
-                key: key.clone(),
-                version: e.version,
-                text: Some(text),
-            });
-        }
-        self.tombstones.get(key).map(|v| RelayItem {
-            key: key.clone(),
-            version: *v,
-            text: None,
-        })
-    }
-
-    /// The (key, version) of every live ad and tombstone, for the periodic digest exchange.
-    /// Absent and offline ads are left out: Raft replicates those.
-    pub fn digest(&self) -> Vec<DigestEntry> {
-        let live = self
-            .ads
-            .iter()
-            .filter(|(_, e)| e.absent_since.is_none())
-            .map(|(k, e)| DigestEntry {
-                key: AdKey::clone(k),
-                version: e.version,
-                deleted: false,
-            });
-        let dead = self.tombstones.iter().map(|(k, v)| DigestEntry {
-            key: k.clone(),
-            version: *v,
-            deleted: true,
-        });
-        live.chain(dead).collect()
-    }
-
-    /// Compares a peer's digest with this table (last writer wins): what this table should
-    /// send it (newer here, or missing there) and which keys it should send here.
-    pub fn diff_digest(&self, theirs: &[DigestEntry]) -> DigestDiff {
-        let mut diff = DigestDiff::default();
-        let mut seen = std::collections::HashSet::with_capacity(theirs.len());
-        for d in theirs {
-            seen.insert(&d.key);
-            let mine = match self.ads.get(&d.key) {
-                Some(e) if e.absent_since.is_none() => Some(e.version),
-                _ => self.tombstones.get(&d.key).copied(),
-            };
-            match mine {
-                Some(v) if v > d.version => diff.newer.extend(self.relay_item(&d.key)),
-                Some(v) if v == d.version => {}
-                _ if d.deleted && mine.is_none() => {}
-                _ => diff.wanted.push(d.key.clone()),
-            }
-        }
-        for (k, e) in &self.ads {
-            if e.absent_since.is_none() && !seen.contains(&**k) {
-                diff.newer.extend(self.relay_item(k));
-            }
-        }
-        diff
     }
 
     /// The absent and offline ads held, for the Raft layer to commit.
@@ -997,43 +755,6 @@ fn not_stored(ad: String) -> AdError {
     }
 }
 
-/// HTCondor's private attributes (compat_classad's fixed list, compared case-insensitively)
-/// and any name with the `_condor_priv` prefix: secrets no query may return.
-pub fn is_private_attr(name: &str) -> bool {
-    const FIXED: [&str; 6] = [
-        "Capability",
-        "ChildClaimIds",
-        "ClaimId",
-        "ClaimIdList",
-        "ClaimIds",
-        "TransferKey",
-    ];
-    const PREFIX: &str = "_condor_priv";
-    FIXED.iter().any(|p| p.eq_ignore_ascii_case(name))
-        || name
-            .get(..PREFIX.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
-}
-
-/// Moves the private attributes of `ad` into their own ad.
-fn split_private(ad: &mut ClassAd) -> Option<ClassAd> {
-    let names: Vec<String> = ad
-        .iter()
-        .filter(|(n, _)| is_private_attr(n))
-        .map(|(n, _)| n.to_string())
-        .collect();
-    if names.is_empty() {
-        return None;
-    }
-    let mut private = ClassAd::with_capacity(names.len());
-    for n in &names {
-        if let Some(e) = ad.remove(n) {
-            private.insert(n, e);
-        }
-    }
-    Some(private)
-}
-
 /// Parses one ad: new syntax (`[...]`) or old syntax, strictly (a line that does not parse
 /// refuses the whole ad rather than silently dropping the rest of it).
 fn parse_one_ad(text: &str, lines: &mut classad::AttrCache) -> Result<ClassAd, String> {
@@ -1048,82 +769,6 @@ fn parse_one_ad(text: &str, lines: &mut classad::AttrCache) -> Result<ClassAd, S
         n => Err(format!(
             "holds {n} ads separated by blank lines; send one ad per message"
         )),
-    }
-}
-
-/// Checks the attributes every ad needs: `MyType` and `Name`, both strings.
-fn validate(ad: &ClassAd) -> Result<AdKey, AdError> {
-    let name = match ad.eval_attr("Name") {
-        Value::Str(s) if !s.is_empty() => s.to_string(),
-        Value::Undefined => {
-            return Err(AdError {
-                ad: "<no Name>".into(),
-                attribute: Some("Name".into()),
-                reason: "missing (every ad needs a Name)".into(),
-            })
-        }
-        other => {
-            return Err(AdError {
-                ad: "<no Name>".into(),
-                attribute: Some("Name".into()),
-                reason: format!("must be a non-empty string, not {}", describe(&other)),
-            })
-        }
-    };
-    let my_type = match ad.eval_attr("MyType") {
-        Value::Str(s) if !s.is_empty() => s.to_string(),
-        Value::Undefined => {
-            return Err(AdError {
-                ad: name,
-                attribute: Some("MyType".into()),
-                reason: "missing (every ad needs a MyType)".into(),
-            })
-        }
-        other => {
-            return Err(AdError {
-                ad: name,
-                attribute: Some("MyType".into()),
-                reason: format!("must be a non-empty string, not {}", describe(&other)),
-            })
-        }
-    };
-    let ad_type = AdType::parse(&my_type);
-    let mut addr = daemon_host(ad);
-    if ad_type == AdType::Submitter {
-        // One user submits through several schedds: HTCondor keys submitters by both names.
-        if let Value::Str(s) = ad.eval_attr("ScheddName") {
-            addr = format!("{s}/{addr}");
-        }
-    }
-    Ok(AdKey::new(ad_type, name, addr))
-}
-
-/// The host part of the daemon's address, as HTCondor's `getIpAddr` takes it: `MyAddress`,
-/// else the older per-daemon attributes; a sinful string `<host:port?params>` gives `host`.
-/// Empty when the ad carries no address (test tools, generic ads).
-fn daemon_host(ad: &ClassAd) -> String {
-    for attr in ["MyAddress", "StartdIpAddr", "ScheddIpAddr"] {
-        if let Value::Str(s) = ad.eval_attr(attr) {
-            let s = s.trim().trim_start_matches('<');
-            let s = s.split(['?', '>']).next().unwrap_or("");
-            // [v6::addr]:port or host:port -> the host.
-            let host = if let Some(rest) = s.strip_prefix('[') {
-                rest.split(']').next().unwrap_or("")
-            } else {
-                s.rsplit_once(':').map(|(h, _)| h).unwrap_or(s)
-            };
-            if !host.is_empty() {
-                return host.to_string();
-            }
-        }
-    }
-    String::new()
-}
-
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Str(s) => format!("the empty string {s:?}"),
-        other => other.type_name().to_string(),
     }
 }
 
@@ -1145,3 +790,15 @@ fn guess_name(text: &str) -> String {
     }
     "<unparsed>".into()
 }
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod key_tests;
+
+#[cfg(test)]
+mod private_tests;
+
+#[cfg(test)]
+mod sync_tests;

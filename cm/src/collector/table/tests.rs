@@ -1,12 +1,14 @@
-//! AdTable rules with explicit times: dedup, validation, CLASSAD_LIFETIME expiry, absent ads
-//! (the seeds' worked example 22: lifetime 900 s, last update 901 s ago), invalidation, and
-//! queries with a constraint and a projection.
+//! AdTable rules with explicit times: dedup, validation of the ad's own attributes, parse and
+//! size refusals, CLASSAD_LIFETIME expiry, absent ads (the seeds' worked example 22: lifetime
+//! 900 s, last update 901 s ago), offline ads, invalidation, and queries with a constraint and
+//! a projection. The fixtures at the top are shared with `key_tests`, `private_tests` and
+//! `sync_tests`.
 use super::*;
 use classad::{parse_expr, Value};
 
-const T0: i64 = 1_700_000_000;
+pub(super) const T0: i64 = 1_700_000_000;
 
-fn slot(name: &str, state: &str, memory: i64) -> String {
+pub(super) fn slot(name: &str, state: &str, memory: i64) -> String {
     format!(
         "MyType = \"Machine\"\nTargetType = \"Job\"\nName = \"{name}\"\nMachine = \"{}\"\n\
          State = \"{state}\"\nActivity = \"Idle\"\nMemory = {memory}\nCpus = 1\n",
@@ -14,15 +16,24 @@ fn slot(name: &str, state: &str, memory: i64) -> String {
     )
 }
 
-fn params() -> CollectorParams {
+pub(super) fn params() -> CollectorParams {
     CollectorParams::default()
 }
 
-fn absent_params(req: &str) -> CollectorParams {
+pub(super) fn absent_params(req: &str) -> CollectorParams {
     CollectorParams {
         absent_requirements: Some(parse_expr(req).expect("ABSENT_REQUIREMENTS parses")),
         ..CollectorParams::default()
     }
+}
+
+/// The `State` of the machine ad named `name` (which must be held).
+pub(super) fn state(t: &AdTable, name: &str) -> Option<String> {
+    t.get(&AdType::Machine, name)
+        .unwrap()
+        .eval_attr("State")
+        .as_str()
+        .map(str::to_string)
 }
 
 fn names(ads: &[classad::ClassAd]) -> Vec<String> {
@@ -88,30 +99,6 @@ fn same_name_different_types_are_different_ads() {
     assert_eq!(names(&subs), vec!["alice@pool"]);
     assert_eq!(subs[0].eval_attr("IdleJobs").as_int(), Some(3));
     assert_eq!(t.query(&Query::default()).len(), 3);
-}
-
-#[test]
-fn ads_without_name_or_mytype_are_refused_with_the_attribute_named() {
-    let mut t = AdTable::new(params());
-    let e = t
-        .advertise_text("MyType = \"Machine\"\nMemory = 5\n", T0)
-        .unwrap_err();
-    assert_eq!(e.attribute.as_deref(), Some("Name"));
-    assert!(e.to_string().contains("Name"), "{e}");
-    let e = t
-        .advertise_text("Name = \"slot1@b\"\nMemory = 5\n", T0)
-        .unwrap_err();
-    assert_eq!(e.ad, "slot1@b");
-    assert_eq!(e.attribute.as_deref(), Some("MyType"));
-    assert_eq!(
-        e.to_string(),
-        "ad \"slot1@b\", attribute MyType: missing (every ad needs a MyType)"
-    );
-    let e = t
-        .advertise_text("Name = 7\nMyType = \"Machine\"\n", T0)
-        .unwrap_err();
-    assert!(e.reason.contains("integer"), "{e}");
-    assert!(t.is_empty(), "nothing stored after refusals");
 }
 
 #[test]
@@ -402,49 +389,6 @@ fn text_with_two_ads_or_none_is_refused() {
 }
 
 #[test]
-fn private_attributes_are_kept_apart_and_never_queried() {
-    let mut t = AdTable::new(params());
-    let text = format!(
-        "{}ClaimId = \"<10.0.0.1:9618>#123#secret\"\ncapability = \"cap-secret\"\n\
-         _condor_privAccessToken = \"tok\"\nClaimIdPublic = \"visible\"\n",
-        slot("slot1@a", "Unclaimed", 1)
-    );
-    t.advertise_text(&text, T0).unwrap();
-    let all = t.query(&Query::default());
-    let out = all[0].to_old_syntax();
-    assert!(!out.contains("secret") && !out.contains("tok"), "{out}");
-    assert!(out.contains("ClaimIdPublic = \"visible\""), "{out}");
-    // Not through a projection, and not probeable through a constraint.
-    let q = Query {
-        projection: vec!["ClaimId".into(), "Name".into()],
-        ..Query::default()
-    };
-    assert_eq!(t.query(&q)[0].to_old_syntax(), "Name = \"slot1@a\"\n");
-    let q = Query {
-        constraint: Some(parse_expr("ClaimId =!= undefined").unwrap()),
-        ..Query::default()
-    };
-    assert!(t.query(&q).is_empty());
-    // The negotiator gets them.
-    let p = t
-        .private_attrs(&AdType::Machine, "slot1@a")
-        .expect("private part");
-    assert_eq!(p.len(), 3);
-    assert_eq!(
-        p.eval_attr("claimid").as_str(),
-        Some("<10.0.0.1:9618>#123#secret")
-    );
-    // A new claim id is a change, not a duplicate.
-    let text2 = text.replace("#123#", "#124#");
-    assert_eq!(t.advertise_text(&text2, T0 + 1).unwrap().1, Update::Changed);
-    assert_eq!(
-        t.advertise_text(&text2, T0 + 2).unwrap().1,
-        Update::Unchanged
-    );
-    assert!(is_private_attr("CHILDCLAIMIDS") && !is_private_attr("Claim"));
-}
-
-#[test]
 fn last_heard_from_can_be_constrained_and_projected() {
     let mut t = AdTable::new(params());
     t.advertise_text(&slot("slot1@old", "Unclaimed", 1), T0)
@@ -474,13 +418,7 @@ fn text_index_follows_updates_expiry_absence_and_invalidation() {
     assert_eq!(t.advertise_text(&a2, T0 + 2).unwrap().1, Update::Changed);
     // Back to the first text: a change again, not a stale "unchanged".
     assert_eq!(t.advertise_text(&a1, T0 + 3).unwrap().1, Update::Changed);
-    assert_eq!(
-        t.get(&AdType::Machine, "slot1@a")
-            .unwrap()
-            .eval_attr("State")
-            .as_str(),
-        Some("Unclaimed")
-    );
+    assert_eq!(state(&t, "slot1@a").as_deref(), Some("Unclaimed"));
     assert_eq!(t.text_index_len(), 1);
     // Absent: the same text again replaces the absent ad (it is not "unchanged").
     t.expire(T0 + 3 + 901);
@@ -505,195 +443,6 @@ fn text_index_follows_updates_expiry_absence_and_invalidation() {
     assert_eq!(t.advertise_text(&a1, T0 + 2005).unwrap().1, Update::Changed);
 }
 
-// ---- keying, relay and digest ----
-
-fn at(name: &str, ip: &str) -> String {
-    format!(
-        "{}MyAddress = \"<{ip}:9618?addrs={ip}-9618&noUDP>\"\n",
-        slot(name, "Unclaimed", 1024)
-    )
-}
-
-#[test]
-fn ads_are_keyed_by_name_and_daemon_host_as_htcondor_hashes_them() {
-    let mut t = AdTable::new(params());
-    let (k1, _) = t
-        .advertise_text(&at("slot1@localhost", "10.0.0.1"), T0)
-        .unwrap();
-    let (k2, _) = t
-        .advertise_text(&at("slot1@localhost", "10.0.0.2"), T0)
-        .unwrap();
-    assert_eq!(
-        k1,
-        AdKey::new(AdType::Machine, "slot1@localhost", "10.0.0.1")
-    );
-    assert_eq!(k2.addr, "10.0.0.2");
-    assert_eq!(t.len(), 2, "same name, two machines: two ads");
-    // Another port on the same host is the same daemon (HTCondor keys by host).
-    let (k3, u) = t
-        .advertise_text(
-            &at("slot1@localhost", "10.0.0.1").replace("9618?", "9619?"),
-            T0 + 1,
-        )
-        .unwrap();
-    assert_eq!((k3, u), (k1.clone(), Update::Changed));
-    // The older StartdIpAddr is used when MyAddress is missing.
-    let old = format!(
-        "{}StartdIpAddr = \"<10.0.0.3:9618>\"\n",
-        slot("s@h", "Unclaimed", 1)
-    );
-    assert_eq!(t.advertise_text(&old, T0).unwrap().0.addr, "10.0.0.3");
-    // get() by name finds the first of them.
-    assert!(t.get(&AdType::Machine, "slot1@localhost").is_some());
-    // Submitters of one user through two schedds are two ads.
-    let sub = |schedd: &str| {
-        format!(
-            "MyType = \"Submitter\"\nName = \"u@d\"\nScheddName = \"{schedd}\"\nRunningJobs = 1\n"
-        )
-    };
-    t.advertise_text(&sub("ap1"), T0).unwrap();
-    t.advertise_text(&sub("ap2"), T0).unwrap();
-    let q = Query {
-        ad_type: Some(AdType::Submitter),
-        ..Query::default()
-    };
-    assert_eq!(t.query(&q).len(), 2);
-}
-
-fn v(time: i64, seq: u64, origin: u64) -> Version {
-    Version { time, seq, origin }
-}
-
-#[test]
-fn relayed_ads_are_stored_last_writer_wins_and_duplicates_ignored() {
-    let mut t = AdTable::new(params());
-    t.set_origin_id(2);
-    let a = slot("slot1@a", "Unclaimed", 1024);
-    let b = slot("slot1@a", "Claimed", 1024);
-    assert!(t.apply_relayed_text(&a, v(T0, 5, 1), T0).unwrap().is_some());
-    // The same version again (a duplicate) and an older one are ignored.
-    assert!(t.apply_relayed_text(&a, v(T0, 5, 1), T0).unwrap().is_none());
-    assert!(t.apply_relayed_text(&b, v(T0, 4, 1), T0).unwrap().is_none());
-    assert_eq!(
-        t.get(&AdType::Machine, "slot1@a")
-            .unwrap()
-            .eval_attr("State")
-            .as_str(),
-        Some("Unclaimed")
-    );
-    // Same second, another origin: the higher id wins the tie only on equal sequence.
-    assert!(t.apply_relayed_text(&b, v(T0, 5, 3), T0).unwrap().is_some());
-    assert_eq!(
-        t.get(&AdType::Machine, "slot1@a")
-            .unwrap()
-            .eval_attr("State")
-            .as_str(),
-        Some("Claimed")
-    );
-    // Expiry uses the origin's receive time: relayed at T0, it expires at T0 + 900 here too.
-    assert!(t.expire(T0 + 900).removed.is_empty());
-    assert_eq!(t.expire(T0 + 901).removed.len(), 1);
-    // An ad already expired at its origin is not brought back.
-    assert!(t
-        .apply_relayed_text(&a, v(T0, 9, 1), T0 + 2000)
-        .unwrap()
-        .is_none());
-    assert!(t.is_empty());
-}
-
-#[test]
-fn relayed_invalidations_win_over_older_copies_only() {
-    let mut t = AdTable::new(params());
-    let a = slot("slot1@a", "Unclaimed", 1024);
-    let key = AdKey::new(AdType::Machine, "slot1@a", "");
-    t.apply_relayed_text(&a, v(T0, 1, 1), T0).unwrap();
-    assert!(
-        !t.apply_relayed_invalidate(&key, v(T0 - 1, 1, 2), T0),
-        "older: ignored"
-    );
-    assert!(t.apply_relayed_invalidate(&key, v(T0 + 1, 1, 2), T0));
-    assert!(t.is_empty());
-    // The tombstone keeps an older copy (a late relay or a digest) from resurrecting it.
-    assert!(t
-        .apply_relayed_text(&a, v(T0, 1, 1), T0 + 2)
-        .unwrap()
-        .is_none());
-    assert_eq!(t.relay_item(&key).unwrap().text, None);
-    // A newer update brings it back.
-    assert!(t
-        .apply_relayed_text(&a, v(T0 + 5, 1, 1), T0 + 5)
-        .unwrap()
-        .is_some());
-    // A local invalidation reports what to relay.
-    let items = t.invalidate_name(&AdType::Machine, "slot1@a", T0 + 6);
-    assert_eq!(items.len(), 1);
-    assert_eq!(items[0].text, None);
-    assert!(items[0].version.time == T0 + 6);
-}
-
-#[test]
-fn digest_diff_sends_newer_and_missing_and_asks_for_the_rest() {
-    let mut mine = AdTable::new(params());
-    mine.set_origin_id(1);
-    let mut theirs = AdTable::new(params());
-    theirs.set_origin_id(2);
-    // Both hold s1 (theirs newer); only mine holds s2; only theirs holds s3; s4 equal.
-    let s = |n: &str, st: &str| slot(n, st, 1024);
-    mine.apply_relayed_text(&s("s1@a", "Unclaimed"), v(T0, 1, 1), T0)
-        .unwrap();
-    theirs
-        .apply_relayed_text(&s("s1@a", "Claimed"), v(T0 + 1, 1, 2), T0)
-        .unwrap();
-    mine.apply_relayed_text(&s("s2@a", "Unclaimed"), v(T0, 2, 1), T0)
-        .unwrap();
-    theirs
-        .apply_relayed_text(&s("s3@a", "Unclaimed"), v(T0, 3, 2), T0)
-        .unwrap();
-    mine.apply_relayed_text(&s("s4@a", "Unclaimed"), v(T0, 4, 1), T0)
-        .unwrap();
-    theirs
-        .apply_relayed_text(&s("s4@a", "Unclaimed"), v(T0, 4, 1), T0)
-        .unwrap();
-
-    let diff = theirs.diff_digest(&mine.digest());
-    let key = |n: &str| AdKey::new(AdType::Machine, n, "");
-    let newer: Vec<&AdKey> = diff.newer.iter().map(|i| &i.key).collect();
-    assert_eq!(newer, vec![&key("s1@a"), &key("s3@a")]);
-    assert_eq!(diff.wanted, vec![key("s2@a")]);
-    // Applying both directions converges.
-    for i in &diff.newer {
-        mine.apply_relayed_text(i.text.as_deref().unwrap(), i.version, T0)
-            .unwrap();
-    }
-    for k in &diff.wanted {
-        let i = mine.relay_item(k).unwrap();
-        theirs
-            .apply_relayed_text(i.text.as_deref().unwrap(), i.version, T0)
-            .unwrap();
-    }
-    assert_eq!(mine.digest(), theirs.digest());
-    assert_eq!(theirs.diff_digest(&mine.digest()), DigestDiff::default());
-}
-
-#[test]
-fn relayed_text_carries_private_attributes() {
-    let mut t = AdTable::new(params());
-    let text = format!(
-        "{}ClaimId = \"<1.2.3.4:9618>#1#secret\"\n",
-        slot("s@a", "Unclaimed", 1)
-    );
-    let (k, _) = t.advertise_text(&text, T0).unwrap();
-    let item = t.relay_item(&k).unwrap();
-    let mut other = AdTable::new(params());
-    other
-        .apply_relayed_text(item.text.as_deref().unwrap(), item.version, T0)
-        .unwrap();
-    assert!(other.private_attrs(&AdType::Machine, "s@a").is_some());
-    assert!(other.query(&Query::default())[0]
-        .lookup("ClaimId")
-        .is_none());
-}
-
 #[test]
 fn offline_ads_are_hidden_until_asked_for() {
     let mut t = AdTable::new(params());
@@ -712,51 +461,4 @@ fn offline_ads_are_hidden_until_asked_for() {
         t.digest().is_empty(),
         "Raft replicates hidden ads, not the digest"
     );
-}
-
-#[test]
-fn a_change_made_after_seeing_a_relayed_one_is_ordered_after_it() {
-    // CM 2 holds CM 1's ad (sequence 40); an invalidation on CM 2 in the same second must
-    // win on CM 1, although CM 2 itself received few updates.
-    let a = slot("slot1@a", "Unclaimed", 1024);
-    let mut cm1 = AdTable::new(params());
-    cm1.set_origin_id(1);
-    let mut cm2 = AdTable::new(params());
-    cm2.set_origin_id(2);
-    for _ in 0..40 {
-        cm1.advertise_text(&a, T0).unwrap();
-    }
-    let key = AdKey::new(AdType::Machine, "slot1@a", "");
-    let held = cm1.relay_item(&key).unwrap();
-    cm2.apply_relayed_text(held.text.as_deref().unwrap(), held.version, T0)
-        .unwrap();
-    let inv = cm2.invalidate_name(&AdType::Machine, "slot1@a", T0);
-    assert!(inv[0].version > held.version);
-    assert!(cm1.apply_relayed_invalidate(&key, inv[0].version, T0));
-    assert!(cm1.is_empty());
-    // A CM whose clock is behind still orders a node's newer update after the held copy.
-    cm2.apply_relayed_text(&a, v(T0 + 10, 1, 1), T0 + 10)
-        .unwrap();
-    cm2.advertise_text(&slot("slot1@a", "Claimed", 1024), T0 + 5)
-        .unwrap();
-    assert!(cm2.version_of(&key).unwrap() > v(T0 + 10, 1, 1));
-}
-
-#[test]
-fn a_relayed_slot_expired_on_arrival_still_becomes_absent() {
-    // The relay was slower than the ad's lifetime: a slot ABSENT_REQUIREMENTS keeps is stored
-    // so this CM's sweep makes it absent (the leader must learn of it to commit it).
-    let mut t = AdTable::new(absent_params("True"));
-    let a = format!("{}ClassAdLifetime = 2\n", slot("slot1@a", "Unclaimed", 1));
-    assert!(t
-        .apply_relayed_text(&a, v(T0, 1, 1), T0 + 10)
-        .unwrap()
-        .is_some());
-    assert_eq!(t.expire(T0 + 10).made_absent.len(), 1);
-    // Other ads expired on arrival are dropped.
-    let mut t = AdTable::new(absent_params("False"));
-    assert!(t
-        .apply_relayed_text(&a, v(T0, 1, 1), T0 + 10)
-        .unwrap()
-        .is_none());
 }

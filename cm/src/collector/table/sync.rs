@@ -1,0 +1,267 @@
+//! Keeping the CMs' tables in step: the [`Version`] each ad is stored under, last-writer-wins
+//! between a held copy and a relayed one, tombstones for invalidated ads, the [`RelayItem`]s
+//! the relay sends, and the periodic digest ([`DigestEntry`], [`DigestDiff`]) that repairs
+//! what the relay lost.
+//!
+//! Split out because these rules are about agreement between CMs, not about one table: a
+//! table with one CM never relays, yet every update it stores passes through the version
+//! rules here ([`Source::refresh_version`], [`AdTable::relayed_wins`],
+//! [`AdTable::local_version`]). The table decides what an update does to the stored ad; this
+//! module decides whether it may, and under which version. Absent and offline ads are not
+//! synchronised here: Raft replicates them (see `AdTable::sync_replicated`).
+use super::{AdError, AdKey, AdTable, Update};
+use classad::ClassAd;
+
+/// The version of an ad's state, for last-writer-wins between CMs: the time the ad was
+/// received by the CM a node sent it to (its origin), a per-origin sequence number that
+/// orders updates received in the same second, and the origin's Raft id (the final
+/// tie-break). Ordered lexicographically in that order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    /// When the origin CM received the update (Unix seconds).
+    pub time: i64,
+    /// The origin's sequence number, ordering its updates within one second.
+    pub seq: u64,
+    /// The origin CM's Raft id (0 for a version read back from the replicated state).
+    pub origin: u64,
+}
+
+/// One change to hand to the other CMs: an ad's whole text (public and private attributes),
+/// or its invalidation (`text == None`), with the version it was stored under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayItem {
+    /// The ad changed.
+    pub key: AdKey,
+    /// The version the change was stored under.
+    pub version: Version,
+    /// The whole ad in old syntax, or `None` for an invalidation.
+    pub text: Option<String>,
+}
+
+/// What a CM holds for one key, as a digest line: the version and whether it is a deletion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DigestEntry {
+    /// The ad.
+    pub key: AdKey,
+    /// The version of the live ad or of its invalidation.
+    pub version: Version,
+    /// The line is a tombstone (the ad was invalidated).
+    pub deleted: bool,
+}
+
+/// The answer to a peer's digest: what this table holds newer (or the peer lacks), and the
+/// keys for which the peer's version is newer (it should send them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DigestDiff {
+    /// What to send the peer: ads (or invalidations) newer here, and live ads it lacks.
+    pub newer: Vec<RelayItem>,
+    /// The keys the peer holds newer, or holds live and this table lacks: it should send
+    /// them here.
+    pub wanted: Vec<AdKey>,
+}
+
+/// How a store treats versions: a CM's own updates always win locally; relayed ones only
+/// when newer than what is held.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Source {
+    /// Sent to this CM by a node (or a local call).
+    Local,
+    /// Relayed by another CM, received at `now`.
+    Relayed { now: i64 },
+}
+
+impl Source {
+    /// Last writer wins for an unchanged text over the live copy held (its version `held`,
+    /// its lifetime `lifetime`): the version to store the refresh under, or `None` when a
+    /// relayed copy is not newer than `held` or had already expired at its origin by `now`.
+    /// A local refresh always wins, and is never older than `held`: a CM whose clock is
+    /// behind the one that sent the held copy still orders the node's newer update after it.
+    #[inline]
+    pub(super) fn refresh_version(
+        self,
+        version: Version,
+        held: Version,
+        lifetime: i64,
+    ) -> Option<Version> {
+        match self {
+            Source::Relayed { now } => {
+                (version > held && now - version.time <= lifetime).then_some(version)
+            }
+            Source::Local => Some(Version {
+                time: version.time.max(held.time),
+                ..version
+            }),
+        }
+    }
+}
+
+impl AdTable {
+    /// Sets the Raft id stamped on the versions of directly received updates.
+    pub fn set_origin_id(&mut self, id: u64) {
+        self.origin_id = id;
+    }
+
+    /// The Raft id stamped on the versions of directly received updates.
+    pub fn origin_id(&self) -> u64 {
+        self.origin_id
+    }
+
+    /// The version an ad is stored under.
+    pub fn version_of(&self, key: &AdKey) -> Option<Version> {
+        self.ads.get(key).map(|e| e.version)
+    }
+
+    /// The version of the next update this CM receives directly, at `now`.
+    pub(super) fn next_version(&mut self, now: i64) -> Version {
+        self.seq += 1;
+        Version {
+            time: now,
+            seq: self.seq,
+            origin: self.origin_id,
+        }
+    }
+
+    /// Lamport rule: this CM's next sequence number is above any it has seen, so a change
+    /// made here after seeing another CM's (in the same second) is ordered after it.
+    fn witness(&mut self, v: Version) {
+        self.seq = self.seq.max(v.seq);
+    }
+
+    /// Last writer wins for a relayed copy of the ad under `key` (parsed: `ad`, living
+    /// `lifetime` seconds): whether to store it. Not when the key's tombstone or live ad is
+    /// as new, nor when it is older than the absent ad held, nor when it had already expired
+    /// at its origin by `now` unless it is a slot that becomes absent (the next sweep here
+    /// makes it absent, so the leader learns of it even when the relay was slower than the
+    /// ad's lifetime).
+    pub(super) fn relayed_wins(
+        &self,
+        key: &AdKey,
+        ad: &ClassAd,
+        version: Version,
+        lifetime: i64,
+        now: i64,
+    ) -> bool {
+        if now - version.time > lifetime && !self.becomes_absent(&key.ad_type, ad) {
+            return false;
+        }
+        if self.tombstones.get(key).is_some_and(|t| *t >= version) {
+            return false;
+        }
+        match self.ads.get(key) {
+            Some(e) if e.absent_since.is_some_and(|s| version.time < s) => false,
+            Some(e) if e.absent_since.is_none() && version <= e.version => false,
+            _ => true,
+        }
+    }
+
+    /// The version a local update of `key` is stored under: `version`, never older than the
+    /// copy held or the key's tombstone, whatever this CM's clock says (as in
+    /// [`Source::refresh_version`]).
+    pub(super) fn local_version(&self, key: &AdKey, mut version: Version) -> Version {
+        if let Some(e) = self.ads.get(key) {
+            version.time = version.time.max(e.version.time);
+        }
+        if let Some(t) = self.tombstones.get(key) {
+            version.time = version.time.max(t.time);
+        }
+        version
+    }
+
+    /// Records that `key` was invalidated under `version` (the newest invalidation wins), so
+    /// an older copy relayed or digested later does not bring the ad back.
+    pub(super) fn bury(&mut self, key: &AdKey, version: Version) {
+        let t = self.tombstones.entry(key.clone()).or_default();
+        *t = (*t).max(version);
+    }
+
+    /// Forgets the tombstones older than twice `CLASSAD_LIFETIME` at `now`.
+    pub(super) fn expire_tombstones(&mut self, now: i64) {
+        let keep = 2 * self.params.classad_lifetime.max(1);
+        self.tombstones.retain(|_, v| now - v.time <= keep);
+    }
+
+    /// Stores an ad another CM relayed, if its version is newer than what is held (last
+    /// writer wins); `Ok(None)` when it is not (a duplicate or an older copy), or when it has
+    /// already expired at `now`.
+    pub fn apply_relayed_text(
+        &mut self,
+        text: &str,
+        version: Version,
+        now: i64,
+    ) -> Result<Option<(AdKey, Update)>, AdError> {
+        self.witness(version);
+        self.ingest_text(text, version, Source::Relayed { now })
+    }
+
+    /// Applies an invalidation relayed by another CM, if newer than the ad held.
+    pub fn apply_relayed_invalidate(&mut self, key: &AdKey, version: Version, now: i64) -> bool {
+        self.witness(version);
+        self.invalidate_key(key, version, Source::Relayed { now })
+    }
+
+    /// What to relay for `key`: the live ad's whole text (private attributes included, so
+    /// the leader can hand out claims), or its invalidation; `None` for hidden or unknown ads.
+    pub fn relay_item(&self, key: &AdKey) -> Option<RelayItem> {
+        if let Some(e) = self.ads.get(key) {
+            if e.absent_since.is_some() {
+                return None;
+            }
+            return Some(RelayItem {
+                key: key.clone(),
+                version: e.version,
+                text: Some(e.whole_text()),
+            });
+        }
+        self.tombstones.get(key).map(|v| RelayItem {
+            key: key.clone(),
+            version: *v,
+            text: None,
+        })
+    }
+
+    /// The (key, version) of every live ad and tombstone, for the periodic digest exchange.
+    /// Absent and offline ads are left out: Raft replicates those.
+    pub fn digest(&self) -> Vec<DigestEntry> {
+        let live = self
+            .ads
+            .iter()
+            .filter(|(_, e)| e.absent_since.is_none())
+            .map(|(k, e)| DigestEntry {
+                key: AdKey::clone(k),
+                version: e.version,
+                deleted: false,
+            });
+        let dead = self.tombstones.iter().map(|(k, v)| DigestEntry {
+            key: k.clone(),
+            version: *v,
+            deleted: true,
+        });
+        live.chain(dead).collect()
+    }
+
+    /// Compares a peer's digest with this table (last writer wins): what this table should
+    /// send it (newer here, or missing there) and which keys it should send here.
+    pub fn diff_digest(&self, theirs: &[DigestEntry]) -> DigestDiff {
+        let mut diff = DigestDiff::default();
+        let mut seen = std::collections::HashSet::with_capacity(theirs.len());
+        for d in theirs {
+            seen.insert(&d.key);
+            let mine = match self.ads.get(&d.key) {
+                Some(e) if e.absent_since.is_none() => Some(e.version),
+                _ => self.tombstones.get(&d.key).copied(),
+            };
+            match mine {
+                Some(v) if v > d.version => diff.newer.extend(self.relay_item(&d.key)),
+                Some(v) if v == d.version => {}
+                _ if d.deleted && mine.is_none() => {}
+                _ => diff.wanted.push(d.key.clone()),
+            }
+        }
+        for (k, e) in &self.ads {
+            if e.absent_since.is_none() && !seen.contains(&**k) {
+                diff.newer.extend(self.relay_item(k));
+            }
+        }
+        diff
+    }
+}
