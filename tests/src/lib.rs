@@ -5,6 +5,7 @@
 //! every child it started when dropped (also when a test panics). The admin helpers talk gRPC
 //! directly, with a deadline on every call.
 pub mod sim;
+pub mod synthetic;
 
 use aerie_core::admin::{AdminQuery, PolicyQuery, Query};
 use aerie_core::state::{Command, Request};

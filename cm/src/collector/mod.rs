@@ -13,7 +13,6 @@ pub mod absent;
 pub mod relay;
 pub mod run;
 pub mod service;
-pub mod synthetic;
 mod table;
 
 pub use table::{

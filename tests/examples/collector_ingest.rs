@@ -3,8 +3,8 @@
 //! ad costs. A counting allocator measures the bytes exactly, so the figure does not depend on
 //! what else the machine runs.
 //!
-//! Run: `cargo run --release -p aerie-cm --example collector_ingest [-- ADS]` (default 100000).
-use aerie_cm::collector::synthetic::slot_ad;
+//! Run: `cargo run --release -p aerie-tests --example collector_ingest [-- ADS]` (default 100000).
+use aerie_tests::synthetic::slot_ad;
 use aerie_cm::collector::{AdTable, CollectorParams};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
