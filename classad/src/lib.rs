@@ -17,6 +17,7 @@ pub mod lexer;
 pub mod matching;
 pub mod name;
 pub mod parser;
+pub mod printf;
 pub mod value;
 
 pub use ad::{Attr, ClassAd};
