@@ -21,6 +21,7 @@ struct Printer {
     indent: usize,
 }
 
+/// Append `v` in new syntax (what [`Value`]'s `Display` prints).
 pub fn unparse_value(buf: &mut String, v: &Value) {
     Printer {
         style: Style {
@@ -32,6 +33,7 @@ pub fn unparse_value(buf: &mut String, v: &Value) {
     .value(buf, v)
 }
 
+/// Append `e` in new syntax, on one line (what [`Expr`]'s `Display` prints).
 pub fn unparse_expr(buf: &mut String, e: &Expr) {
     Printer {
         style: Style {
@@ -67,6 +69,7 @@ pub fn unparse_expr_pretty(buf: &mut String, e: &Expr) {
     .expr(buf, e)
 }
 
+/// Append `ad` in new syntax, on one line: `[ a = 1; b = "x" ]`.
 pub fn unparse_ad(buf: &mut String, ad: &ClassAd) {
     Printer {
         style: Style {

@@ -5,6 +5,8 @@
 //!
 //! Lookups never allocate: attribute names carry a precomputed case-insensitive hash and ads
 //! index their attributes by it.
+#![warn(missing_docs)]
+
 pub mod ad;
 pub mod builtins;
 pub mod cache;

@@ -89,6 +89,7 @@ fn append_arg(arg: &str, out: &mut String) {
     }
 }
 
+/// Join arguments into a V2 string, quoting those with spaces or quotes.
 pub fn join_args_v2(args: &[String]) -> String {
     let mut out = String::new();
     for a in args {
@@ -138,6 +139,8 @@ impl Env {
         }
     }
 
+    /// Add the `NAME=value` entries of a V2 environment string (later entries win); false if
+    /// the string or an entry is malformed.
     pub fn merge_v2(&mut self, text: &str) -> bool {
         let Some(items) = split_args_v2(text) else {
             return false;
@@ -181,6 +184,7 @@ impl Env {
         true
     }
 
+    /// The environment as a V2 string, entries sorted by name.
     pub fn to_v2(&self) -> String {
         let list: Vec<String> = self
             .vars

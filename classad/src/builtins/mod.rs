@@ -21,7 +21,7 @@
 //! libclassad's MakeFunctionCall looks it up in its table); evaluating a call is one `match` on
 //! the resolved [`Builtin`], never a name lookup. Each function keeps the reference's argument
 //! checks: a wrong number of arguments is `error`, undefined arguments usually give
-//! `undefined`. Arguments are evaluated when a function asks for them ([`Args`]), because
+//! `undefined`. Arguments are evaluated when a function asks for them (`Args`), because
 //! some evaluate only some of them (`ifThenElse`) or none (`unparse`).
 pub mod args_env;
 mod c_number;
