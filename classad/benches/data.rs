@@ -36,7 +36,7 @@ pub fn slot_ad(i: usize) -> String {
     kv("DetectedMemory", "128000".into());
     kv(
         "State",
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             "\"Claimed\"".into()
         } else {
             "\"Unclaimed\"".into()
@@ -44,7 +44,7 @@ pub fn slot_ad(i: usize) -> String {
     );
     kv(
         "Activity",
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             "\"Busy\"".into()
         } else {
             "\"Idle\"".into()
@@ -71,7 +71,7 @@ pub fn slot_ad(i: usize) -> String {
     kv("HasVM", "false".into());
     kv(
         "HasDocker",
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             "true".into()
         } else {
             "false".into()
@@ -128,7 +128,14 @@ pub fn slot_ad(i: usize) -> String {
     kv("Cpu_Busy", "((LoadAvg - CondorLoadAvg) >= 0.5)".into());
     kv("CpuBusyTime", "0".into());
     kv("MachineResources", "\"Cpus Memory Disk Swap GPUs\"".into());
-    kv("GPUs", if i % 10 == 0 { "2".into() } else { "0".into() });
+    kv(
+        "GPUs",
+        if i.is_multiple_of(10) {
+            "2".into()
+        } else {
+            "0".into()
+        },
+    );
     kv("CUDACapability", "8.0".into());
     kv("PartitionableSlot", "false".into());
     kv("DynamicSlot", "false".into());

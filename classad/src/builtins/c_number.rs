@@ -115,7 +115,9 @@ pub fn strtod(s: &str) -> (f64, bool) {
 
 /// C's `(long long)` cast of a double.
 pub(super) fn c_double_to_i64(x: f64) -> i64 {
-    if x.is_nan() || x >= 9.223_372_036_854_775_807e18 || x < -9.223_372_036_854_775_808e18 {
+    // 2^63, the first double past i64::MAX (exactly representable).
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if x.is_nan() || !(-LIMIT..LIMIT).contains(&x) {
         i64::MIN
     } else {
         x as i64

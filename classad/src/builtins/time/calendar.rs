@@ -361,7 +361,7 @@ pub fn strftime(tm: &Tm, fmt: &str) -> String {
             'l' => write!(out, "{:2}", h12),
             'm' => write!(out, "{:02}", tm.mon),
             'M' => write!(out, "{:02}", tm.min),
-            'n' => write!(out, "\n"),
+            'n' => writeln!(out),
             'p' => write!(out, "{}", ampm),
             'P' => write!(out, "{}", ampm.to_lowercase()),
             'r' => write!(out, "{:02}:{:02}:{:02} {}", h12, tm.min, tm.sec, ampm),

@@ -62,13 +62,13 @@ pub(super) fn get_field(f: B, a: &Args) -> Value {
             let tm = gmtime(secs + local_offset(secs) as i64);
             Value::Int(match f {
                 B::GetYear => tm.year,
-                B::GetMonth => tm.mon as i64,
-                B::GetDayOfYear => tm.yday as i64,
-                B::GetDayOfMonth => tm.mday as i64,
-                B::GetDayOfWeek => tm.wday as i64,
-                B::GetHours => tm.hour as i64,
-                B::GetMinutes => tm.min as i64,
-                B::GetSeconds => tm.sec as i64,
+                B::GetMonth => tm.mon,
+                B::GetDayOfYear => tm.yday,
+                B::GetDayOfMonth => tm.mday,
+                B::GetDayOfWeek => tm.wday,
+                B::GetHours => tm.hour,
+                B::GetMinutes => tm.min,
+                B::GetSeconds => tm.sec,
                 _ => return Value::Error,
             })
         }
