@@ -245,6 +245,19 @@ impl ClassAd {
         self.parent.as_deref()
     }
 
+    /// Attribute `name` of this ad or of the nearest enclosing ad that has it, with the ad
+    /// that holds it: where a bare reference inside a nested ad finds its attribute.
+    pub(crate) fn lookup_enclosing(&self, name: &Name) -> Option<(&Arc<Expr>, &ClassAd)> {
+        let mut ad = Some(self);
+        while let Some(c) = ad {
+            if let Some(e) = c.lookup_name(name) {
+                return Some((e, c));
+            }
+            ad = c.parent();
+        }
+        None
+    }
+
     /// This ad with `parent` as its enclosing scope.
     pub(crate) fn with_parent(&self, parent: Option<Arc<ClassAd>>) -> ClassAd {
         ClassAd {

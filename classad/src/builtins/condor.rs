@@ -5,6 +5,7 @@
 //! (`argsToList`, `listToArgs`, `envV1ToV2`, `mergeEnvironment`, whose grammar is in
 //! [`super::args_env`]). The string-list functions are in their own family.
 use super::args_env;
+use super::stringlist::string_and_delimiters;
 use super::{Args, Builtin as B};
 use crate::eval::{self, ops, Env};
 use crate::expr::Expr;
@@ -36,19 +37,10 @@ pub(super) fn split_name(f: B, a: &Args) -> Value {
 
 /// `split(s[, separators])`: tokens between separator characters (", \\t" by default).
 pub(super) fn split(a: &Args) -> Value {
-    if !(1..=2).contains(&a.len()) {
-        return Value::Error;
-    }
-    let v = a.eval(0);
-    let d = if a.len() == 2 {
-        a.eval(1)
-    } else {
-        Value::str(", \t")
-    };
-    let (Value::Str(s), Value::Str(d)) = (&v, &d) else {
+    let Some((s, d)) = string_and_delimiters(a, ", \t") else {
         return Value::Error;
     };
-    Value::list(split_arb(s, d).into_iter().map(Value::string).collect())
+    Value::list(split_arb(&s, &d).into_iter().map(Value::string).collect())
 }
 
 /// HTCondor's split(): tokens between separator characters; an empty token appears only
@@ -239,16 +231,8 @@ pub(super) fn user_map(a: &Args) -> Value {
         return Value::Error;
     }
     let (m, u) = (a.eval(0), a.eval(1));
-    let _pref = if a.len() >= 3 {
-        a.eval(2)
-    } else {
-        Value::Undefined
-    };
-    let dflt = if a.len() == 4 {
-        a.eval(3)
-    } else {
-        Value::Undefined
-    };
+    let _pref = a.eval_or(2, Value::Undefined);
+    let dflt = a.eval_or(3, Value::Undefined);
     if !matches!(m, Value::Str(_)) || !matches!(u, Value::Str(_)) {
         if m.is_error() || u.is_error() {
             return Value::Error;

@@ -241,15 +241,10 @@ fn list_source_expr_depth<'a>(env: Env<'a>, e: &'a Expr, depth: u32) -> Option<&
     let found: Option<&Expr> = match e {
         Expr::List(_) => Some(e),
         Expr::Attr(n) | Expr::Scoped(crate::ScopeKw::My, _, n) => {
-            let mut ad = env.cur;
-            let mut hit = None;
-            while let Some(c) = ad {
-                if let Some(x) = c.lookup_name(n) {
-                    hit = Some(&**x);
-                    break;
-                }
-                ad = c.parent();
-            }
+            let mut hit = env
+                .cur
+                .and_then(|c| c.lookup_enclosing(n))
+                .map(|(x, _)| &**x);
             if hit.is_none() {
                 if let (Expr::Attr(_), true, Some(t)) = (e, env.alternate, env.target) {
                     hit = t.lookup_name(n).map(|x| &**x);

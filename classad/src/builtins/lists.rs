@@ -53,7 +53,7 @@ pub(super) fn size(a: &Args) -> Value {
 /// `sum(list)` and `avg(list)`.
 pub(super) fn sum_avg(f: B, a: &Args) -> Value {
     match only_list_arg(a) {
-        Ok(l) => sum_avg_of(f == B::Sum, l.iter().cloned()),
+        Ok(l) => sum_avg_of(f == B::Sum, &l),
         Err(v) => v,
     }
 }
@@ -61,7 +61,7 @@ pub(super) fn sum_avg(f: B, a: &Args) -> Value {
 /// `min(list)` and `max(list)`.
 pub(super) fn min_max(f: B, a: &Args) -> Value {
     match only_list_arg(a) {
-        Ok(l) => min_max_of(f == B::Min, l.iter().cloned()),
+        Ok(l) => min_max_of(f == B::Min, &l),
         Err(v) => v,
     }
 }
@@ -131,35 +131,36 @@ pub(super) fn compare(f: B, a: &Args) -> Value {
     Value::Bool(all)
 }
 
-/// libclassad's sum()/avg() over already evaluated elements.
-fn sum_avg_of(only_sum: bool, items: impl Iterator<Item = Value>) -> Value {
-    let mut result = Value::Int(0);
-    let mut first = true;
-    let mut len = 0;
-    for v in items {
-        len += 1;
-        match v {
-            Value::Undefined => {
-                len -= 1;
-                continue;
-            }
-            Value::Int(_) | Value::Real(_) | Value::Bool(_) => {}
-            _ => return Value::Error,
-        }
-        if first {
-            result = v;
-            first = false;
-        } else {
-            result = ops::binary(BinOp::Add, &result, &v);
-        }
-    }
+/// The defined elements of a list for sum, avg, min and max, which must all be numbers
+/// (booleans count as numbers, as in libclassad); `None` when one is not.
+fn numbers(items: &[Value]) -> Option<impl Iterator<Item = &Value> + Clone> {
+    items
+        .iter()
+        .all(|v| {
+            matches!(
+                v,
+                Value::Undefined | Value::Int(_) | Value::Real(_) | Value::Bool(_)
+            )
+        })
+        .then(|| items.iter().filter(|v| !v.is_undefined()))
+}
+
+/// libclassad's sum()/avg() over already evaluated elements: 0 when there are none.
+fn sum_avg_of(only_sum: bool, items: &[Value]) -> Value {
+    let Some(nums) = numbers(items) else {
+        return Value::Error;
+    };
+    let Some(sum) = nums
+        .clone()
+        .cloned()
+        .reduce(|acc, v| ops::binary(BinOp::Add, &acc, &v))
+    else {
+        return Value::Int(0);
+    };
     if only_sum {
-        return result;
-    }
-    if len > 0 {
-        ops::binary(BinOp::Div, &result, &Value::Real(len as f64))
+        sum
     } else {
-        result
+        ops::binary(BinOp::Div, &sum, &Value::Real(nums.count() as f64))
     }
 }
 
@@ -177,26 +178,21 @@ fn coerce_in_place(a: &mut Value, b: &mut Value) {
     }
 }
 
-/// libclassad's min()/max() over already evaluated elements.
-fn min_max_of(is_min: bool, items: impl Iterator<Item = Value>) -> Value {
-    let mut result = Value::Undefined;
-    let mut first = true;
-    for mut v in items {
-        match v {
-            Value::Undefined => continue,
-            Value::Int(_) | Value::Real(_) | Value::Bool(_) => {}
-            _ => return Value::Error,
-        }
-        if first {
-            result = v;
-            first = false;
-        } else {
+/// libclassad's min()/max() over already evaluated elements: undefined when there are none.
+fn min_max_of(is_min: bool, items: &[Value]) -> Value {
+    let Some(nums) = numbers(items) else {
+        return Value::Error;
+    };
+    let op = if is_min { BinOp::Lt } else { BinOp::Gt };
+    nums.cloned()
+        .reduce(|mut best, mut v| {
             // libclassad's comparison coerces both operands in place (bool -> int, int -> real).
-            coerce_in_place(&mut v, &mut result);
-            if ops::binary(if is_min { BinOp::Lt } else { BinOp::Gt }, &v, &result).is_true() {
-                result = v;
+            coerce_in_place(&mut v, &mut best);
+            if ops::binary(op, &v, &best).is_true() {
+                v
+            } else {
+                best
             }
-        }
-    }
-    result
+        })
+        .unwrap_or(Value::Undefined)
 }

@@ -104,11 +104,7 @@ pub(super) fn random(a: &Args) -> Value {
     if a.len() > 1 {
         return Value::Error;
     }
-    let x = if a.len() == 1 {
-        a.eval(0)
-    } else {
-        Value::Real(1.0)
-    };
+    let x = a.eval_or(0, Value::Real(1.0));
     let r = pseudo_random();
     match x {
         Value::Int(i) => {

@@ -6,9 +6,11 @@
 //! print or walk an unevaluated expression).
 use super::conversion::to_string_value;
 use super::Args;
+use crate::ad::ClassAd;
 use crate::eval::{self, ops, Ctx, Env};
 use crate::expr::Expr;
 use crate::format;
+use crate::name::Name;
 use crate::value::Value;
 use std::sync::Arc;
 
@@ -90,17 +92,9 @@ pub(super) fn unresolved(a: &Args) -> Value {
         return Value::Error;
     }
     // Dereference the argument without evaluating it.
-    let start: Option<(Arc<Expr>, &crate::ClassAd)> = match a.expr(0) {
+    let start: Option<(Arc<Expr>, &ClassAd)> = match a.expr(0) {
         Expr::Attr(n) => {
-            let mut found = None;
-            let mut ad = env.cur;
-            while let Some(c) = ad {
-                if let Some(e) = c.lookup_name(n) {
-                    found = Some((e.clone(), c));
-                    break;
-                }
-                ad = c.parent();
-            }
+            let mut found = enclosing(env.cur, n);
             if found.is_none() && env.alternate {
                 if let Some(t) = env.target {
                     found = t.lookup_name(n).map(|e| (e.clone(), t));
@@ -110,18 +104,7 @@ pub(super) fn unresolved(a: &Args) -> Value {
         }
         // MY.x from inside a nested ad literal: the current ad, then its enclosing ads (as
         // evaluating MY.x does; the reference gives "" for `[c = unresolved(MY.S)]`).
-        Expr::Scoped(crate::ScopeKw::My, _, n) => {
-            let mut found = None;
-            let mut ad = env.cur;
-            while let Some(c) = ad {
-                if let Some(e) = c.lookup_name(n) {
-                    found = Some((e.clone(), c));
-                    break;
-                }
-                ad = c.parent();
-            }
-            found
-        }
+        Expr::Scoped(crate::ScopeKw::My, _, n) => enclosing(env.cur, n),
         Expr::Scoped(crate::ScopeKw::Target, _, n) => env
             .target
             .and_then(|t| t.lookup_name(n).map(|e| (e.clone(), t))),
@@ -133,16 +116,7 @@ pub(super) fn unresolved(a: &Args) -> Value {
         (Expr::Select(base, n), None) => match eval::eval(ctx, env, base) {
             Value::Ad(ad) => {
                 holder = ad;
-                let mut found = None;
-                let mut cur = Some(&*holder);
-                while let Some(c) = cur {
-                    if let Some(e) = c.lookup_name(n) {
-                        found = Some((e.clone(), c));
-                        break;
-                    }
-                    cur = c.parent();
-                }
-                found
+                enclosing(Some(&holder), n)
             }
             _ => None,
         },
@@ -186,13 +160,20 @@ pub(super) fn unresolved(a: &Args) -> Value {
     }
 }
 
+/// Attribute `n` of `ad` or its enclosing ads, with the ad that holds it.
+fn enclosing<'x>(ad: Option<&'x ClassAd>, n: &Name) -> Option<(Arc<Expr>, &'x ClassAd)> {
+    ad?.lookup_enclosing(n).map(|(e, c)| (e.clone(), c))
+}
+
+/// Collects the names an expression needs that nothing defines, following the references
+/// that resolve (libclassad's external-reference walk behind `unresolved()`).
 struct RefWalker<'c, 'a> {
     ctx: &'c Ctx,
     env: Env<'a>,
 }
 
 impl<'c, 'a> RefWalker<'c, 'a> {
-    fn walk(&self, e: &Expr, cur: &crate::ClassAd, refs: &mut Vec<String>, depth: u32) -> bool {
+    fn walk(&self, e: &Expr, cur: &ClassAd, refs: &mut Vec<String>, depth: u32) -> bool {
         if depth > 200 {
             return false;
         }
@@ -200,13 +181,8 @@ impl<'c, 'a> RefWalker<'c, 'a> {
         match e {
             Expr::Lit(_) | Expr::RelTimeLit(_) | Expr::OldAbsTimeLit { .. } => true,
             Expr::Attr(n) => {
-                let mut ad = Some(cur);
-                while let Some(c) = ad {
-                    if let Some(found) = c.lookup_name(n) {
-                        let found = found.clone();
-                        return self.walk(&found, c, refs, d);
-                    }
-                    ad = c.parent();
+                if let Some((found, c)) = cur.lookup_enclosing(n) {
+                    return self.walk(found, c, refs, d);
                 }
                 if n.is("my") || n.is("self") {
                     return self.walk_ad(cur, refs, d);
@@ -236,18 +212,7 @@ impl<'c, 'a> RefWalker<'c, 'a> {
                         refs.push(format!("{}.{}", prefix.as_str(), n.as_str()));
                         true
                     }
-                    Some(b) => {
-                        let mut ad = Some(b);
-                        while let Some(c) = ad {
-                            if let Some(found) = c.lookup_name(n) {
-                                let found = found.clone();
-                                return self.walk(&found, c, refs, d);
-                            }
-                            ad = c.parent();
-                        }
-                        refs.push(n.as_str().to_string());
-                        true
-                    }
+                    Some(b) => self.walk_found(b, n, refs, d),
                 }
             }
             Expr::Select(base, n) => {
@@ -260,18 +225,7 @@ impl<'c, 'a> RefWalker<'c, 'a> {
                         refs.push(format!("{}.{}", base, n.as_str()));
                         true
                     }
-                    Value::Ad(ad) => {
-                        let mut a = Some(&*ad);
-                        while let Some(c) = a {
-                            if let Some(found) = c.lookup_name(n) {
-                                let found = found.clone();
-                                return self.walk(&found, c, refs, d);
-                            }
-                            a = c.parent();
-                        }
-                        refs.push(n.as_str().to_string());
-                        true
-                    }
+                    Value::Ad(ad) => self.walk_found(&ad, n, refs, d),
                     _ => false,
                 }
             }
@@ -293,7 +247,19 @@ impl<'c, 'a> RefWalker<'c, 'a> {
         }
     }
 
-    fn walk_ad(&self, ad: &crate::ClassAd, refs: &mut Vec<String>, d: u32) -> bool {
+    /// Walk the expression `n` names in `ad` or its enclosing ads; a name found nowhere is an
+    /// unresolved reference.
+    fn walk_found(&self, ad: &ClassAd, n: &Name, refs: &mut Vec<String>, d: u32) -> bool {
+        match ad.lookup_enclosing(n) {
+            Some((found, c)) => self.walk(found, c, refs, d),
+            None => {
+                refs.push(n.as_str().to_string());
+                true
+            }
+        }
+    }
+
+    fn walk_ad(&self, ad: &ClassAd, refs: &mut Vec<String>, d: u32) -> bool {
         ad.entries().iter().all(|a| self.walk(&a.expr, ad, refs, d))
     }
 }

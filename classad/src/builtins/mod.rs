@@ -179,6 +179,15 @@ impl<'a> Args<'_, 'a> {
     pub fn eval(&self, i: usize) -> Value {
         eval::eval(self.ctx, self.env, &self.exprs[i])
     }
+
+    /// The `i`th argument's value, or `default` when the call has fewer arguments.
+    pub fn eval_or(&self, i: usize, default: Value) -> Value {
+        if i < self.len() {
+            self.eval(i)
+        } else {
+            default
+        }
+    }
 }
 
 /// The arguments of a function that takes `required` arguments and then an optional string
@@ -258,8 +267,7 @@ pub(crate) fn call(ctx: &Ctx, env: Env<'_>, c: &Call) -> Value {
         | B::VersionGT
         | B::VersionEQ => version::compare(f, &c.name, a),
         B::VersionInRange => version::in_range(a),
-        B::Regexp => pattern::regexp(a),
-        B::RegexpMember => pattern::regexp_member(a),
+        B::Regexp | B::RegexpMember => pattern::regexp(f, a),
         B::Regexps | B::Replace | B::ReplaceAll => pattern::substitute(f, a),
         B::Int => conversion::int(a),
         B::Real => conversion::real(a),

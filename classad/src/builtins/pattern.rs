@@ -8,44 +8,36 @@
 use super::{args_and_option, Args, Builtin as B};
 use crate::value::Value;
 
-/// `regexp(pattern, target[, options])`.
-pub(super) fn regexp(a: &Args) -> Value {
+/// `regexp(pattern, target[, options])`, and `regexpMember(pattern, list[, options])`:
+/// whether any string of the list matches, `undefined` when none does and some element is
+/// undefined.
+pub(super) fn regexp(f: B, a: &Args) -> Value {
     let (v, opts) = match args_and_option(a, 2) {
         Ok(args) => args,
         Err(v) => return v,
     };
-    let (Value::Str(p), Value::Str(t)) = (&v[0], &v[1]) else {
-        return Value::Error;
-    };
-    regex_helper(p, t, None, &opts)
-}
-
-/// `regexpMember(pattern, list[, options])`: whether any string of the list matches;
-/// `undefined` when none does and some element is undefined.
-pub(super) fn regexp_member(a: &Args) -> Value {
-    let (v, opts) = match args_and_option(a, 2) {
-        Ok(args) => args,
-        Err(v) => return v,
-    };
-    let (Value::Str(p), Value::List(l)) = (&v[0], &v[1]) else {
-        return Value::Error;
-    };
-    let mut maybe_undef = false;
-    for item in l.iter() {
-        match item {
-            Value::Str(t) => {
-                if regex_helper(p, t, None, &opts).is_true() {
-                    return Value::Bool(true);
+    match (f, &v[0], &v[1]) {
+        (B::Regexp, Value::Str(p), Value::Str(t)) => regex_helper(p, t, None, &opts),
+        (B::RegexpMember, Value::Str(p), Value::List(l)) => {
+            let mut maybe_undef = false;
+            for item in l.iter() {
+                match item {
+                    Value::Str(t) => {
+                        if regex_helper(p, t, None, &opts).is_true() {
+                            return Value::Bool(true);
+                        }
+                    }
+                    Value::Undefined => maybe_undef = true,
+                    _ => return Value::Error,
                 }
             }
-            Value::Undefined => maybe_undef = true,
-            _ => return Value::Error,
+            if maybe_undef {
+                Value::Undefined
+            } else {
+                Value::Bool(false)
+            }
         }
-    }
-    if maybe_undef {
-        Value::Undefined
-    } else {
-        Value::Bool(false)
+        _ => Value::Error,
     }
 }
 

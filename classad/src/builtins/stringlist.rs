@@ -8,6 +8,7 @@ use super::c_number::{c_double_to_i64, strtod};
 use super::pattern::build_regex;
 use super::{args_and_option, Args, Builtin as B};
 use crate::value::Value;
+use std::sync::Arc;
 
 /// `stringListsIntersect(a, b[, delimiters])`: whether the lists share a token (delimiters
 /// " ," by default; tokens are not trimmed).
@@ -37,19 +38,10 @@ pub(super) fn intersect(a: &Args) -> Value {
 /// `stringListSize`, `stringListSum`, `stringListAvg`, `stringListMin`, `stringListMax` of
 /// `(list[, delimiters])`: an integer unless some token is not written as one.
 pub(super) fn summarize(f: B, a: &Args) -> Value {
-    if !(1..=2).contains(&a.len()) {
-        return Value::Error;
-    }
-    let l = a.eval(0);
-    let d = if a.len() == 2 {
-        a.eval(1)
-    } else {
-        Value::str(", ")
-    };
-    let (Value::Str(l), Value::Str(d)) = (&l, &d) else {
+    let Some((l, d)) = string_and_delimiters(a, ", ") else {
         return Value::Error;
     };
-    let toks = split_list(l, d);
+    let toks = split_list(&l, &d);
     if f == B::StringListSize {
         return Value::Int(toks.len() as i64);
     }
@@ -110,11 +102,7 @@ pub(super) fn member(f: B, a: &Args) -> Value {
         return Value::Error;
     }
     let (x, l) = (a.eval(0), a.eval(1));
-    let d = if a.len() == 3 {
-        a.eval(2)
-    } else {
-        Value::str(", \t\r\n")
-    };
+    let d = a.eval_or(2, Value::str(", \t\r\n"));
     let ok = |v: &Value| matches!(v, Value::Undefined | Value::Str(_));
     if !ok(&x) || !ok(&l) || (a.len() == 3 && !ok(&d)) {
         return Value::Error;
@@ -156,16 +144,8 @@ pub(super) fn regexp_member(a: &Args) -> Value {
         return Value::Error;
     }
     let (p, l) = (a.eval(0), a.eval(1));
-    let d = if a.len() >= 3 {
-        a.eval(2)
-    } else {
-        Value::str(", ")
-    };
-    let o = if a.len() == 4 {
-        a.eval(3)
-    } else {
-        Value::str("")
-    };
+    let d = a.eval_or(2, Value::str(", "));
+    let o = a.eval_or(3, Value::str(""));
     let (Value::Str(p), Value::Str(l), Value::Str(d), Value::Str(o)) = (&p, &l, &d, &o) else {
         return Value::Error;
     };
@@ -177,6 +157,20 @@ pub(super) fn regexp_member(a: &Args) -> Value {
         return Value::Undefined;
     }
     Value::Bool(toks.iter().any(|t| re.is_match(t)))
+}
+
+/// The arguments `(string[, delimiters])`, both strings, the delimiters `default` when absent;
+/// `None` (the call is an error) otherwise.
+pub(super) fn string_and_delimiters(a: &Args, default: &str) -> Option<(Arc<str>, Arc<str>)> {
+    if !(1..=2).contains(&a.len()) {
+        return None;
+    }
+    let s = a.eval(0);
+    let d = a.eval_or(1, Value::str(default));
+    match (s, d) {
+        (Value::Str(s), Value::Str(d)) => Some((s, d)),
+        _ => None,
+    }
 }
 
 /// Tokens of an HTCondor string list: split on any delimiter character, trim whitespace, drop
