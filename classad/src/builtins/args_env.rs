@@ -1,6 +1,7 @@
 //! HTCondor's argument and environment string helpers behind `argsToList`, `listToArgs`,
 //! `envV1ToV2` and `mergeEnvironment` (V1: whitespace separated; V2: whitespace separated
-//! with `'...'` quoting and `''` for a quote).
+//! with `'...'` quoting and `''` for a quote), as its ArgList and Env classes read and write
+//! them (src/condor_utils/condor_arglist.cpp, src/condor_utils/env.cpp).
 use std::collections::BTreeMap;
 
 /// Split V2 raw arguments; `None` on an unbalanced quote.

@@ -17,6 +17,11 @@
 //! | string lists | `stringlist` | stringListsIntersect and HTCondor's stringList* |
 //! | HTCondor's | `condor` | splitUserName, splitSlotName, split, userHome, userMap, evalInEachContext, countMatches, argsToList, listToArgs, envV1ToV2, mergeEnvironment |
 //!
+//! Two modules serve the families rather than being one: `c_number` (what C does to numbers
+//! that several families inherit: strtod, the casts of a double) and [`args_env`] (the job
+//! argument and environment string grammar of HTCondor's ArgList and Env classes,
+//! src/condor_utils/condor_arglist.cpp and env.cpp).
+//!
 //! A call's name is resolved once, when the expression is parsed ([`Builtin::lookup`], as
 //! libclassad's MakeFunctionCall looks it up in its table); evaluating a call is one `match` on
 //! the resolved [`Builtin`], never a name lookup. Each function keeps the reference's argument
