@@ -1,5 +1,6 @@
-//! Criterion benchmarks: parsing a 10,000-ad `condor_status -long` dump (MB/s) and symmetric
-//! matching of a typical job against a typical slot (matches/s).
+//! Criterion benchmarks: parsing a 10,000-ad `condor_status -long` dump (MB/s), symmetric
+//! matching of a typical job against a typical slot (matches/s), and built-in function calls
+//! (parsing resolves each call's name once; evaluating dispatches on the resolved function).
 //! Run: `CARGO_TARGET_DIR=... cargo bench -p classad --bench classad`
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::hint::black_box;
@@ -60,5 +61,31 @@ fn matching(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parse_dump, matching);
+fn functions(c: &mut Criterion) {
+    let exprs: Vec<classad::Expr> = data::FUNCTION_CALLS
+        .iter()
+        .map(|t| classad::parse_expr(t).expect("call parses"))
+        .collect();
+    let mut g = c.benchmark_group("functions");
+    g.throughput(Throughput::Elements(data::FUNCTION_CALLS.len() as u64));
+    g.bench_function("parse_one_call_of_each_family", |b| {
+        b.iter(|| {
+            data::FUNCTION_CALLS
+                .iter()
+                .map(|t| classad::parse_expr(black_box(t)).is_ok() as usize)
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("eval_one_call_of_each_family", |b| {
+        b.iter(|| {
+            exprs
+                .iter()
+                .filter(|e| !classad::eval(black_box(e)).is_error())
+                .count()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse_dump, matching, functions);
 criterion_main!(benches);

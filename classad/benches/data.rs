@@ -36,7 +36,7 @@ pub fn slot_ad(i: usize) -> String {
     kv("DetectedMemory", "128000".into());
     kv(
         "State",
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             "\"Claimed\"".into()
         } else {
             "\"Unclaimed\"".into()
@@ -44,7 +44,7 @@ pub fn slot_ad(i: usize) -> String {
     );
     kv(
         "Activity",
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             "\"Busy\"".into()
         } else {
             "\"Idle\"".into()
@@ -71,7 +71,7 @@ pub fn slot_ad(i: usize) -> String {
     kv("HasVM", "false".into());
     kv(
         "HasDocker",
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             "true".into()
         } else {
             "false".into()
@@ -128,7 +128,14 @@ pub fn slot_ad(i: usize) -> String {
     kv("Cpu_Busy", "((LoadAvg - CondorLoadAvg) >= 0.5)".into());
     kv("CpuBusyTime", "0".into());
     kv("MachineResources", "\"Cpus Memory Disk Swap GPUs\"".into());
-    kv("GPUs", if i % 10 == 0 { "2".into() } else { "0".into() });
+    kv(
+        "GPUs",
+        if i.is_multiple_of(10) {
+            "2".into()
+        } else {
+            "0".into()
+        },
+    );
     kv("CUDACapability", "8.0".into());
     kv("PartitionableSlot", "false".into());
     kv("DynamicSlot", "false".into());
@@ -233,3 +240,37 @@ pub fn job_ad() -> String {
     }
     s
 }
+
+/// One cheap call of each family of built-in functions (types, lists, strings, versions, math,
+/// time, conversion, meta, string lists, HTCondor's extras). The regex family is left out: its
+/// per-call pattern compile would hide the dispatch cost this measures.
+pub const FUNCTION_CALLS: &[&str] = &[
+    "isUndefined(x)",
+    "isString(\"a\")",
+    "member(3, {1, 2, 3})",
+    "size({1, 2, 3})",
+    "sum({1, 2, 3})",
+    "max({1, 2.5, 2})",
+    "strcat(\"a\", 1, \"b\")",
+    "substr(\"hello\", 1, 3)",
+    "toUpper(\"abc\")",
+    "strcmp(\"a\", \"b\")",
+    "versionGE(\"23.9.6\", \"23.10.0\")",
+    "floor(2.5)",
+    "round(2.5)",
+    "pow(2, 10)",
+    "quantize(7, 4)",
+    "getYear(absTime(0))",
+    "interval(3600)",
+    "int(\"42\")",
+    "real(\"1.5\")",
+    "string(7)",
+    "bool(\"true\")",
+    "ifThenElse(true, 1, 2)",
+    "eval(\"1 + 2\")",
+    "debug(1)",
+    "stringListMember(\"b\", \"a,b,c\")",
+    "stringListSum(\"1,2,3\")",
+    "splitUserName(\"alice@example.org\")",
+    "split(\"a b c\")",
+];

@@ -1,6 +1,7 @@
 //! Developer tool: evaluate one expression per stdin line and print `type value` in the
 //! canonical form used to compare against the reference by hand (see classad/README notes).
-use classad::{format::fmt_e, Value};
+use classad::printf::{Conversion, Spec};
+use classad::Value;
 use std::io::BufRead;
 
 fn canon(v: &Value, out: &mut String) {
@@ -40,7 +41,7 @@ fn canon_real(r: f64) -> String {
             "-inf".into()
         }
     } else {
-        fmt_e(r, 15, false)
+        Spec::new(Conversion::Exponent, 15).format(r)
     }
 }
 

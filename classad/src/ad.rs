@@ -26,11 +26,14 @@ pub struct ClassAd {
 /// slot ads differ in a few attributes out of ~100) and an entry costs one pointer.
 #[derive(Debug)]
 pub struct Attr {
+    /// The attribute's name, with its case-insensitive hash.
     pub name: Name,
+    /// The attribute's expression, shared between ads that hold the same one.
     pub expr: Arc<Expr>,
 }
 
 impl Attr {
+    /// A shared attribute, ready for [`ClassAd::insert_attr`].
     pub fn new(name: Name, expr: Arc<Expr>) -> Arc<Attr> {
         Arc::new(Attr { name, expr })
     }
@@ -199,10 +202,12 @@ impl PartialEq for ClassAd {
 }
 
 impl ClassAd {
+    /// An empty ad.
     pub fn new() -> Self {
         ClassAd::default()
     }
 
+    /// An empty ad with room for `n` attributes.
     pub fn with_capacity(n: usize) -> Self {
         ClassAd {
             attrs: Arc::new(Attrs {
@@ -240,6 +245,19 @@ impl ClassAd {
         self.parent.as_deref()
     }
 
+    /// Attribute `name` of this ad or of the nearest enclosing ad that has it, with the ad
+    /// that holds it: where a bare reference inside a nested ad finds its attribute.
+    pub(crate) fn lookup_enclosing(&self, name: &Name) -> Option<(&Arc<Expr>, &ClassAd)> {
+        let mut ad = Some(self);
+        while let Some(c) = ad {
+            if let Some(e) = c.lookup_name(name) {
+                return Some((e, c));
+            }
+            ad = c.parent();
+        }
+        None
+    }
+
     /// This ad with `parent` as its enclosing scope.
     pub(crate) fn with_parent(&self, parent: Option<Arc<ClassAd>>) -> ClassAd {
         ClassAd {
@@ -262,6 +280,8 @@ impl ClassAd {
         self.detached
     }
 
+    /// Set attribute `name` to `expr`, replacing an attribute of the same name in any case
+    /// (whose spelling is kept).
     pub fn insert(&mut self, name: &str, expr: Expr) {
         self.insert_arc(Name::new(name), Arc::new(expr));
     }
@@ -275,18 +295,23 @@ impl ClassAd {
         self.insert_arc(name, Arc::new(expr));
     }
 
+    /// Set attribute `name` to the literal `v`.
     pub fn insert_value(&mut self, name: &str, v: Value) {
         self.insert(name, Expr::Lit(v));
     }
+    /// Set attribute `name` to an integer literal.
     pub fn insert_int(&mut self, name: &str, v: i64) {
         self.insert_value(name, Value::Int(v));
     }
+    /// Set attribute `name` to a real literal.
     pub fn insert_real(&mut self, name: &str, v: f64) {
         self.insert_value(name, Value::Real(v));
     }
+    /// Set attribute `name` to a boolean literal.
     pub fn insert_bool(&mut self, name: &str, v: bool) {
         self.insert_value(name, Value::Bool(v));
     }
+    /// Set attribute `name` to a string literal.
     pub fn insert_str(&mut self, name: &str, v: &str) {
         self.insert_value(name, Value::str(v));
     }
@@ -302,6 +327,8 @@ impl ClassAd {
         Ok(())
     }
 
+    /// The expression of attribute `name` (any case) in this ad itself, unevaluated; enclosing
+    /// ads are not searched.
     pub fn lookup(&self, name: &str) -> Option<&Expr> {
         self.lookup_hashed(name, ci_hash(name))
     }
@@ -326,10 +353,12 @@ impl ClassAd {
             .map(|(_, a)| &a.expr)
     }
 
+    /// Whether this ad has attribute `name` (any case).
     pub fn contains(&self, name: &str) -> bool {
         self.lookup(name).is_some()
     }
 
+    /// Remove attribute `name` (any case), giving back its expression.
     pub fn remove(&mut self, name: &str) -> Option<Expr> {
         let idx = self.find(name, ci_hash(name))?;
         let attrs = Arc::make_mut(&mut self.attrs);
@@ -341,6 +370,7 @@ impl ClassAd {
         Some(Arc::try_unwrap(e).unwrap_or_else(|a| (*a).clone()))
     }
 
+    /// The attributes' names and expressions, in insertion order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Expr)> {
         self.attrs
             .entries
@@ -353,10 +383,12 @@ impl ClassAd {
         self.attrs.entries.iter().map(|a| (&a.name, &*a.expr))
     }
 
+    /// How many attributes the ad has.
     pub fn len(&self) -> usize {
         self.attrs.entries.len()
     }
 
+    /// Whether the ad has no attributes.
     pub fn is_empty(&self) -> bool {
         self.attrs.entries.is_empty()
     }

@@ -63,6 +63,7 @@ impl AttrCache {
         self.lines.len()
     }
 
+    /// Whether no line is cached yet.
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }

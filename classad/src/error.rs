@@ -5,12 +5,16 @@ use std::fmt;
 /// what the parser expected (and what it found).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
+    /// 1-based line of the token where parsing stopped.
     pub line: u32,
+    /// 1-based column of that token.
     pub column: u32,
+    /// What the parser expected there, and what it found.
     pub message: String,
 }
 
 impl ParseError {
+    /// An error at `line`:`column`.
     pub fn new(line: u32, column: u32, message: impl Into<String>) -> Self {
         ParseError {
             line,

@@ -7,36 +7,64 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
+/// A prefix operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnOp {
+    /// `+x`: the number itself (error for non-numbers).
     Plus,
+    /// `-x`: arithmetic negation.
     Minus,
+    /// `!x`: logical not, in three-valued logic.
     Not,
+    /// `~x`: bitwise complement of an integer.
     BitNot,
 }
 
+/// An infix operator, in libclassad's precedence classes (see the parser).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `!=`: undefined when either side is undefined.
     Ne,
+    /// `==`: undefined when either side is undefined; strings compare without case.
     Eq,
+    /// `>=`
     Ge,
+    /// `>`
     Gt,
+    /// `is` (old syntax `=?=`): identical type and value, never undefined; strings compare
+    /// with case.
     Is,
+    /// `isnt` (old syntax `=!=`): the negation of `is`.
     Isnt,
+    /// `+`
     Add,
+    /// `-`
     Sub,
+    /// `*`
     Mul,
+    /// `/`: error on an integer division by zero.
     Div,
+    /// `%`
     Mod,
+    /// `||`: short-circuit, three-valued.
     Or,
+    /// `&&`: short-circuit, three-valued.
     And,
+    /// `|`
     BitOr,
+    /// `^`
     BitXor,
+    /// `&`
     BitAnd,
+    /// `<<`
     Shl,
+    /// `>>`: arithmetic (sign-extending) right shift.
     Shr,
+    /// `>>>`: logical (zero-filling) right shift.
     Ushr,
 }
 
@@ -80,22 +108,31 @@ impl BinOp {
 /// Which scope keyword a `KW.attr` reference names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScopeKw {
+    /// `MY.`: the ad the expression belongs to.
     My,
+    /// `TARGET.`: the other ad of a match.
     Target,
+    /// `PARENT.`: the ad enclosing the current nested ad.
     Parent,
 }
 
 /// A call of a function by name; `func` is resolved once at parse time.
 #[derive(Clone, Debug)]
 pub struct Call {
+    /// The name as written (libclassad prints it so; lookup ignores case).
     pub name: Arc<str>,
+    /// The built-in the name resolved to when parsed; `None` for an unknown name, whose
+    /// call evaluates to `error`.
     pub func: Option<Builtin>,
+    /// The argument expressions, unevaluated: each function evaluates what it needs.
     pub args: Vec<Expr>,
 }
 
 /// An expression.
 #[derive(Clone, Debug)]
 pub enum Expr {
+    /// A literal: integer, real, string, boolean, `undefined`, `error` (and values folded at
+    /// parse time, such as `absTime("...")` of a literal string).
     Lit(Value),
     /// `relTime("...")` folded at parse time: libclassad prints it as a relTime literal but
     /// evaluates it to a real number of seconds.
@@ -103,7 +140,9 @@ pub enum Expr {
     /// An absolute-time literal read from an old-syntax ad: printed as written, but libclassad
     /// evaluates it in UTC (offset 0).
     OldAbsTimeLit {
+        /// Seconds since the Unix epoch.
         secs: i64,
+        /// The timezone offset it was written with, in seconds east of UTC.
         offset_secs: i32,
     },
     /// `name`: looked up in the current ad, its enclosing ads, then (matchmaking) TARGET.
@@ -116,13 +155,19 @@ pub enum Expr {
     Select(Box<Expr>, Name),
     /// `expr[index]`.
     Index(Box<Expr>, Box<Expr>),
+    /// A prefix operator applied to an operand.
     Unary(UnOp, Box<Expr>),
+    /// An infix operator with its left and right operands.
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `c ? a : b`, or `c ?: b` when the middle is absent.
     Cond(Box<Expr>, Option<Box<Expr>>, Box<Expr>),
+    /// `(expr)`: kept so that unparsing prints the parentheses as written.
     Paren(Box<Expr>),
+    /// A function call.
     Call(Box<Call>),
+    /// `{a, b, ...}`: a list literal, elements unevaluated.
     List(Vec<Expr>),
+    /// `[a = 1; ...]`: a nested ad literal.
     Ad(Arc<ClassAd>),
 }
 
@@ -137,18 +182,23 @@ pub struct References {
 }
 
 impl Expr {
+    /// An integer literal.
     pub fn int(i: i64) -> Expr {
         Expr::Lit(Value::Int(i))
     }
+    /// A real literal.
     pub fn real(r: f64) -> Expr {
         Expr::Lit(Value::Real(r))
     }
+    /// A string literal.
     pub fn string(s: &str) -> Expr {
         Expr::Lit(Value::str(s))
     }
+    /// A boolean literal.
     pub fn boolean(b: bool) -> Expr {
         Expr::Lit(Value::Bool(b))
     }
+    /// A bare attribute reference (`name`).
     pub fn attr(name: &str) -> Expr {
         Expr::Attr(Name::new(name))
     }

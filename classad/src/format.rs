@@ -1,7 +1,9 @@
-//! Unparsing (printing) exactly as libclassad's ClassAdUnParser / PrettyPrint do, and the
-//! C-printf-style number formatting (`%1.15E`, `%.16G`, `%g`) it relies on.
+//! Unparsing (printing) exactly as libclassad's ClassAdUnParser / PrettyPrint do
+//! (src/classad/sink.cpp); its numbers go through C printf's formats (`%1.15E`, `%.16G`, `%g`,
+//! see [`crate::printf`]).
 use crate::ad::ClassAd;
 use crate::expr::{Expr, UnOp};
+use crate::printf::{Conversion, Spec};
 use crate::value::Value;
 use std::fmt::Write;
 
@@ -19,6 +21,7 @@ struct Printer {
     indent: usize,
 }
 
+/// Append `v` in new syntax (what [`Value`]'s `Display` prints).
 pub fn unparse_value(buf: &mut String, v: &Value) {
     Printer {
         style: Style {
@@ -30,6 +33,7 @@ pub fn unparse_value(buf: &mut String, v: &Value) {
     .value(buf, v)
 }
 
+/// Append `e` in new syntax, on one line (what [`Expr`]'s `Display` prints).
 pub fn unparse_expr(buf: &mut String, e: &Expr) {
     Printer {
         style: Style {
@@ -65,6 +69,7 @@ pub fn unparse_expr_pretty(buf: &mut String, e: &Expr) {
     .expr(buf, e)
 }
 
+/// Append `ad` in new syntax, on one line: `[ a = 1; b = "x" ]`.
 pub fn unparse_ad(buf: &mut String, ad: &ClassAd) {
     Printer {
         style: Style {
@@ -161,61 +166,12 @@ pub fn unparse_name(buf: &mut String, name: &str) {
     }
 }
 
-/// `%1.15E` as C prints it.
-pub fn fmt_e(x: f64, prec: usize, upper: bool) -> String {
-    let s = format!("{:.*e}", prec, x);
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    format!(
-        "{}{}{}{:02}",
-        mant,
-        if upper { 'E' } else { 'e' },
-        if exp < 0 { '-' } else { '+' },
-        exp.unsigned_abs()
-    )
-}
-
-/// `%.{prec}g` / `%.{prec}G` as C prints it (finite values).
-pub fn fmt_g(x: f64, prec: usize, upper: bool) -> String {
-    if x.is_nan() {
-        return if upper { "NAN".into() } else { "nan".into() };
-    }
-    if x.is_infinite() {
-        let s = if x < 0.0 { "-inf" } else { "inf" };
-        return if upper { s.to_uppercase() } else { s.into() };
-    }
-    let p = if prec == 0 { 1 } else { prec };
-    if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let e = format!("{:.*e}", p - 1, x);
-    let exp: i32 = e
-        .split_once('e')
-        .map(|(_, x)| x.parse().unwrap_or(0))
-        .unwrap_or(0);
-    if exp < -4 || exp >= p as i32 {
-        let s = fmt_e(x, p - 1, upper);
-        let (mant, ex) = s.split_at(s.find(['e', 'E']).unwrap_or(s.len()));
-        let mant = if mant.contains('.') {
-            mant.trim_end_matches('0').trim_end_matches('.')
-        } else {
-            mant
-        };
-        format!("{}{}", mant, ex)
-    } else {
-        let decimals = (p as i32 - 1 - exp).max(0) as usize;
-        let s = format!("{:.*}", decimals, x);
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s
-        }
-    }
-}
+/// `%1.15E`: a real in new syntax.
+const REAL_NEW: Spec = Spec::new(Conversion::Exponent, 15).upper();
+/// `%.16G`: a real in old syntax.
+const REAL_OLD: Spec = Spec::new(Conversion::General, 16).upper();
+/// `%g`: the seconds of a relative time, when they have a fraction.
+const SECONDS: Spec = Spec::new(Conversion::General, 6);
 
 /// A real as libclassad prints it in new syntax (`%1.15E`, `0.0`, `real("INF")`...).
 pub fn real_new(buf: &mut String, r: f64) {
@@ -230,7 +186,7 @@ pub fn real_new(buf: &mut String, r: f64) {
             "real(\"INF\")"
         });
     } else {
-        buf.push_str(&fmt_e(r, 15, true));
+        buf.push_str(&REAL_NEW.format(r));
     }
 }
 
@@ -238,7 +194,7 @@ fn real_old(buf: &mut String, r: f64) {
     if r == 0.0 || r.is_nan() || r.is_infinite() {
         return real_new(buf, r);
     }
-    let s = fmt_g(r, 16, true);
+    let s = REAL_OLD.format(r);
     buf.push_str(&s);
     if !s.contains(['.', 'E', 'e']) {
         buf.push_str(".0");
@@ -284,7 +240,7 @@ pub fn abs_time_string(buf: &mut String, secs: i64, offset: i32) {
 }
 
 fn g_pad2(x: f64) -> String {
-    let s = fmt_g(x, 6, false);
+    let s = SECONDS.format(x);
     if s.len() < 2 {
         format!("0{}", s)
     } else {

@@ -4,60 +4,108 @@
 //! only `\"` (old syntax), adjacent string literals are concatenated.
 use crate::error::ParseError;
 
+/// A token.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tok {
+    /// An integer literal (decimal, octal `017` or hex `0x1F`).
     Int(i64),
+    /// A real literal.
     Real(f64),
+    /// A string literal, escapes resolved (adjacent literals already joined).
     Str(String),
+    /// An identifier: an attribute or function name, or a scope keyword.
     Ident(String),
     /// A `'quoted'` attribute name.
     QIdent(String),
+    /// `true`
     True,
+    /// `false`
     False,
+    /// `undefined`
     Undefined,
+    /// `error`
     Error,
+    /// `is`
     Is,
+    /// `isnt`
     Isnt,
     // punctuation
+    /// `.`
     Dot,
+    /// `*`
     Star,
+    /// `/`
     Slash,
+    /// `%`
     Percent,
+    /// `+`
     Plus,
+    /// `-`
     Minus,
+    /// `~`
     Tilde,
+    /// `^`
     Caret,
+    /// `?`
     Question,
+    /// `:`
     Colon,
+    /// `;`
     Semi,
+    /// `,`
     Comma,
+    /// `[`
     LBox,
+    /// `]`
     RBox,
+    /// `{`
     LBrace,
+    /// `}`
     RBrace,
+    /// `(`
     LParen,
+    /// `)`
     RParen,
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
+    /// `<<`
     Shl,
+    /// `>>`
     Shr,
+    /// `>>>`
     Ushr,
+    /// `==`
     Eq,
+    /// `!=`
     Ne,
+    /// `=?=`
     MetaEq,
+    /// `=!=`
     MetaNe,
+    /// `=`
     Assign,
+    /// `!`
     Not,
+    /// `&`
     And,
+    /// `&&`
     AndAnd,
+    /// `|`
     Or,
+    /// `||`
     OrOr,
+    /// The end of the text.
     End,
 }
 
 impl Tok {
+    /// How a parse error names the token (`integer 3`, `'+'`, `end of input`).
     pub fn describe(&self) -> String {
         match self {
             Tok::Int(i) => format!("integer {}", i),
@@ -118,6 +166,7 @@ fn punct_text(t: &Tok) -> &'static str {
     }
 }
 
+/// Tokens of a text, read one at a time with their line and column.
 pub struct Lexer<'a> {
     src: &'a [u8],
     pos: usize,
@@ -132,12 +181,17 @@ pub struct Lexer<'a> {
 /// A token with the position of its first character.
 #[derive(Clone, Debug)]
 pub struct Spanned {
+    /// The token.
     pub tok: Tok,
+    /// 1-based line of its first character.
     pub line: u32,
+    /// 1-based column of its first character.
     pub col: u32,
 }
 
 impl<'a> Lexer<'a> {
+    /// A lexer at the start of `src`; `old_strings` reads strings as old syntax does (a
+    /// backslash escapes only a quote).
     pub fn new(src: &'a str, old_strings: bool) -> Self {
         Lexer {
             src: src.as_bytes(),
@@ -149,6 +203,8 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Count lines and columns from `line`:`col` (for text cut out of a larger file, so that
+    /// errors point into the file).
     pub fn set_position(&mut self, line: u32, col: u32) {
         self.line = line;
         self.col = col;
@@ -215,6 +271,7 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// The next token ([`Tok::End`] at the end), or the error at a malformed one.
     pub fn next_token(&mut self) -> Result<Spanned, ParseError> {
         self.skip_ws()?;
         let (line, col) = (self.line, self.col);

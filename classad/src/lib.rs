@@ -5,6 +5,8 @@
 //!
 //! Lookups never allocate: attribute names carry a precomputed case-insensitive hash and ads
 //! index their attributes by it.
+#![warn(missing_docs)]
+
 pub mod ad;
 pub mod builtins;
 pub mod cache;
@@ -17,6 +19,7 @@ pub mod lexer;
 pub mod matching;
 pub mod name;
 pub mod parser;
+pub mod printf;
 pub mod value;
 
 pub use ad::{Attr, ClassAd};

@@ -37,13 +37,8 @@ pub fn rank(my: &ClassAd, target: &ClassAd) -> f64 {
     match rank_value(my, target) {
         Some(Value::Int(i)) => i as f64,
         Some(Value::Real(r)) => r,
-        Some(Value::Bool(b)) => {
-            if b {
-                1.0
-            } else {
-                0.0
-            }
-        }
+        Some(Value::Bool(true)) => 1.0,
+        Some(Value::Bool(false)) => 0.0,
         _ => 0.0,
     }
 }

@@ -78,16 +78,19 @@ fn same_bytes_slow(x: &[u8], y: &[u8]) -> bool {
 }
 
 impl Name {
+    /// A name spelled `s`, its case-insensitive hash computed once here.
     pub fn new(s: &str) -> Self {
         Name {
             text: Arc::from(s),
             hash: ci_hash(s),
         }
     }
+    /// The name as spelled (lookups ignore its case; printing keeps it).
     #[inline]
     pub fn as_str(&self) -> &str {
         &self.text
     }
+    /// The [`ci_hash`] of the name, which ads index their attributes by.
     #[inline]
     pub fn hash(&self) -> u64 {
         self.hash

@@ -15,6 +15,7 @@ use std::sync::Arc;
 /// Maximum nesting of expressions (the reference also stops at 1000).
 pub const MAX_DEPTH: usize = 1000;
 
+/// A parser over one text, one token of lookahead.
 pub struct Parser<'a> {
     lex: Lexer<'a>,
     tok: Spanned,
@@ -22,6 +23,7 @@ pub struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
+    /// A parser at the start of `text`; `old_strings` reads strings as old syntax does.
     pub fn new(text: &'a str, old_strings: bool) -> Result<Self, ParseError> {
         let mut lex = Lexer::new(text, old_strings);
         let tok = lex.next_token()?;
@@ -63,10 +65,12 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether the whole text has been read.
     pub fn at_end(&self) -> bool {
         self.tok.tok == Tok::End
     }
 
+    /// Ok at the end of the text, else the error naming what is left.
     pub fn finish(&self) -> Result<(), ParseError> {
         if self.at_end() {
             Ok(())
@@ -90,6 +94,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// Parse one expression (the lowest precedence, `?:`) from the current token.
     pub fn expression(&mut self) -> Result<Expr, ParseError> {
         self.enter()?;
         // Grow the stack on demand (checked every few levels): nesting up to MAX_DEPTH must
@@ -413,6 +418,7 @@ fn make_call(name: &str, args: Vec<Expr>) -> Option<Expr> {
     })))
 }
 
+/// Parse `text` as one new-syntax expression and nothing after it.
 pub fn parse_expr(text: &str) -> Result<Expr, ParseError> {
     let mut p = Parser::new(text, false)?;
     let e = p.expression()?;

@@ -213,6 +213,25 @@ fn unparse_matches_libclassad() {
     assert_eq!(ev("string(1.5)"), Value::str("1.500000000000000E+00"));
 }
 
+/// -0.0 as libclassad 23 prints it (HTCondor's Python bindings, classad2): `str()` of the ad
+/// `[x = -0.0]` shows `x = -0.0`, its `printOld()` `x = -0.0`, and `string(-0.0)`,
+/// `strcat(-0.0)` and `unparse(x)` give "-0.0". Never printf's `%g` of it (`-0`), although
+/// both syntaxes print other reals with printf formats.
+#[test]
+fn negative_zero_prints_as_libclassad_does() {
+    let ad = parse_ad("[x = -0.0; y = 0.0 * -1]").expect("ad");
+    assert_eq!(ad.eval_attr("y"), Value::Real(-0.0));
+    let y = Expr::Lit(ad.eval_attr("y"));
+    assert_eq!(y.to_string(), "-0.0");
+    let mut old = String::new();
+    format::unparse_expr_old(&mut old, &y);
+    assert_eq!(old, "-0.0");
+    for call in ["string(-0.0)", "strcat(-0.0)", "string(0.0 * -1)"] {
+        assert_eq!(ev(call), Value::str("-0.0"), "{call}");
+    }
+    assert_eq!(ev_in("[x = -0.0]", "unparse(x)"), Value::str("-0.0"));
+}
+
 #[test]
 fn matching_requires_exactly_true_and_ranks_as_float() {
     let job = parse_ad(

@@ -11,18 +11,28 @@ use std::sync::Arc;
 /// consumer (and the differential harness) observes.
 #[derive(Clone, Debug, Default)]
 pub enum Value {
+    /// `undefined`: what a missing attribute evaluates to; most operators pass it on.
     #[default]
     Undefined,
+    /// `error`: a type mismatch or bad argument; most operators pass it on.
     Error,
+    /// `true` or `false`.
     Bool(bool),
+    /// A 64-bit integer (libclassad's `long long`).
     Int(i64),
+    /// A double.
     Real(f64),
+    /// A string (shared: copying a value does not copy the text).
     Str(Arc<str>),
+    /// A list of evaluated elements.
     List(Arc<Vec<Value>>),
+    /// A nested ad.
     Ad(Arc<ClassAd>),
     /// Seconds since the Unix epoch (UTC) and the timezone offset it was written with.
     AbsTime {
+        /// Seconds since the Unix epoch.
         secs: i64,
+        /// The timezone offset, in seconds east of UTC.
         offset_secs: i32,
     },
     /// Seconds.
@@ -30,18 +40,23 @@ pub enum Value {
 }
 
 impl Value {
+    /// A string value copied from `s`.
     pub fn str(s: &str) -> Value {
         Value::Str(Arc::from(s))
     }
+    /// A string value taking `s`.
     pub fn string(s: String) -> Value {
         Value::Str(Arc::from(s))
     }
+    /// A list value of the given elements.
     pub fn list(v: Vec<Value>) -> Value {
         Value::List(Arc::new(v))
     }
+    /// Whether this is `undefined`.
     pub fn is_undefined(&self) -> bool {
         matches!(self, Value::Undefined)
     }
+    /// Whether this is `error`.
     pub fn is_error(&self) -> bool {
         matches!(self, Value::Error)
     }
@@ -49,18 +64,21 @@ impl Value {
     pub fn is_true(&self) -> bool {
         matches!(self, Value::Bool(true))
     }
+    /// The boolean, if this is one (no conversion from numbers).
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Value::Bool(b) => Some(*b),
             _ => None,
         }
     }
+    /// The integer, if this is one (no conversion from reals or booleans).
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
             _ => None,
         }
     }
+    /// The string, if this is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s),

@@ -276,7 +276,7 @@ fn unparse_agrees() {
         .map(|c| c.case["expr"].as_str().unwrap_or("").to_string())
         .collect();
     let n = env_num("AERIE_DIFF_UNPARSE", 20_000) as usize;
-    exprs.extend((0..n as u64).map(|i| generated_expr(i)).collect::<Vec<_>>());
+    exprs.extend((0..n as u64).map(generated_expr).collect::<Vec<_>>());
     let input: Vec<Json> = exprs.iter().map(|e| json!({"expr": e})).collect();
     let rows = run_script(&["--unparse"], &input);
     let known = known_differences("unparse");

@@ -468,7 +468,7 @@ fn evaluate(s: &str, pos: &MacroPos, env: &dyn MacroEnv, depth: u32) -> Result<S
                         }
                         Ok(out)
                     }
-                    None => Ok(crate::printf::format_g(v, 16, true)),
+                    None => Ok(crate::printf::REAL_DEFAULT.format(v)),
                 }
             }
         }
@@ -492,7 +492,8 @@ fn evaluate(s: &str, pos: &MacroPos, env: &dyn MacroEnv, depth: u32) -> Result<S
             Ok(match numeric::eval_const(&text) {
                 Some(Const::Str(x)) => x,
                 Some(Const::Int(i)) => i.to_string(),
-                Some(Const::Real(r)) => crate::printf::format_classad_real(r),
+                // as the ClassAd unparser prints a real: %1.15E, real("NaN"), -0.0
+                Some(Const::Real(r)) => classad::Value::Real(r).to_string(),
                 Some(Const::Bool(b)) => if b { "true" } else { "false" }.to_string(),
                 None => text,
             })

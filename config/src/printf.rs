@@ -1,5 +1,12 @@
 //! A small C `printf` for the format argument of `$INT(X,fmt)`, `$REAL(X,fmt)` and
-//! `$STRING(X,fmt)`: one conversion with flags, width and precision, plus C's `%G`.
+//! `$STRING(X,fmt)` (HTCondor hands the format to C's printf, src/condor_utils/config.cpp):
+//! one conversion with flags, width and precision. The digits of a real are
+//! [`classad::printf`]'s, the one implementation of C's floating-point conversions; this
+//! module adds the field around them (sign flags, width, padding).
+use classad::printf::{Conversion, Spec as FloatSpec};
+
+/// `%.16G`: how `$REAL(X)` prints without a format.
+pub const REAL_DEFAULT: FloatSpec = FloatSpec::new(Conversion::General, 16).upper();
 
 struct Spec {
     prefix: String,
@@ -166,16 +173,14 @@ pub fn format_int(fmt: &str, v: i64) -> Option<String> {
 /// Formats a real with a C format holding one floating-point conversion.
 pub fn format_real(fmt: &str, v: f64) -> Option<String> {
     let spec = parse(fmt)?;
-    let prec = spec.prec.unwrap_or(6);
-    let neg = v.is_sign_negative() && v != 0.0;
-    let a = v.abs();
-    let body = match spec.conv {
-        b'f' | b'F' => format!("{:.*}", prec, a),
-        b'e' | b'E' => c_exp(a, prec, spec.conv == b'E'),
-        b'g' | b'G' => format_g(a, if prec == 0 { 1 } else { prec }, spec.conv == b'G'),
-        _ => return None,
-    };
-    Some(pad(&spec, format!("{}{}", sign(&spec, neg), body), true))
+    let float = FloatSpec::from_letter(spec.conv, spec.prec.unwrap_or(6))?;
+    let float = if spec.alt { float.alternate() } else { float };
+    let mut body = float.format(v);
+    if !body.starts_with('-') {
+        body.insert_str(0, sign(&spec, false));
+    }
+    // C pads `inf` and `nan` with spaces even under the `0` flag.
+    Some(pad(&spec, body, v.is_finite()))
 }
 
 /// Formats a string with a C format holding one `%s`.
@@ -191,81 +196,20 @@ pub fn format_str(fmt: &str, v: &str) -> Option<String> {
     Some(pad(&spec, body, false))
 }
 
-fn c_exp(a: f64, prec: usize, upper: bool) -> String {
-    let s = format!("{:.*e}", prec, a);
-    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-    let e: i32 = e.parse().unwrap_or(0);
-    let out = format!("{}e{}{:02}", m, if e < 0 { '-' } else { '+' }, e.abs());
-    if upper {
-        out.to_uppercase()
-    } else {
-        out
-    }
-}
-
-/// C's `%.<prec>G` / `%.<prec>g`.
-pub fn format_g(v: f64, prec: usize, upper: bool) -> String {
-    if v.is_nan() {
-        return if upper { "NAN".into() } else { "nan".into() };
-    }
-    if v.is_infinite() {
-        let s = if v < 0.0 { "-inf" } else { "inf" };
-        return if upper { s.to_uppercase() } else { s.into() };
-    }
-    if v == 0.0 {
-        return "0".into();
-    }
-    let p = prec.max(1);
-    let sci = format!("{:.*e}", p - 1, v);
-    let exp: i32 = sci
-        .split_once('e')
-        .and_then(|(_, e)| e.parse().ok())
-        .unwrap_or(0);
-    if exp < -4 || exp >= p as i32 {
-        let (m, _) = sci.split_once('e').unwrap_or((&sci, ""));
-        let m = strip_zeros(m);
-        let out = format!("{}e{}{:02}", m, if exp < 0 { '-' } else { '+' }, exp.abs());
-        if upper {
-            out.to_uppercase()
-        } else {
-            out
-        }
-    } else {
-        let decimals = (p as i32 - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{:.*}", decimals, v)).to_string()
-    }
-}
-
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
-
-/// A real as the ClassAd unparser writes it (always with a `.` or an exponent).
-pub fn format_classad_real(r: f64) -> String {
-    let mut s = format_g(r, 15, true);
-    if !s.contains(['.', 'E', 'N', 'I']) {
-        s.push_str(".0");
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn g_format_matches_c() {
-        assert_eq!(format_g(1.0, 16, true), "1");
-        assert_eq!(format_g(0.1, 16, true), "0.1");
-        assert_eq!(format_g(1e10, 16, true), "10000000000");
-        assert_eq!(format_g(1e100, 16, true), "1E+100");
-        assert_eq!(format_g(123456.789, 3, false), "1.23e+05");
-        assert_eq!(format_g(0.0001, 6, false), "0.0001");
-        assert_eq!(format_g(0.00001, 6, false), "1e-05");
+        let g = |prec| FloatSpec::new(Conversion::General, prec);
+        assert_eq!(REAL_DEFAULT.format(1.0), "1");
+        assert_eq!(REAL_DEFAULT.format(0.1), "0.1");
+        assert_eq!(REAL_DEFAULT.format(1e10), "10000000000");
+        assert_eq!(REAL_DEFAULT.format(1e100), "1E+100");
+        assert_eq!(g(3).format(123456.789), "1.23e+05");
+        assert_eq!(g(6).format(0.0001), "0.0001");
+        assert_eq!(g(6).format(0.00001), "1e-05");
     }
 
     #[test]

@@ -78,6 +78,14 @@ fn syntax_and_macros() {
     assert!(n >= 40, "compared only {n} knobs");
 }
 
+/// -0.0, NaNs, infinities and printf's flags through `$REAL()`, `$EVAL()` and `$INT()`.
+#[test]
+fn number_formats_match() {
+    let s = Scratch::new("numbers");
+    s.write("main.conf", include_str!("data/number_formats.conf"));
+    check_file(&s, "main.conf", &[]);
+}
+
 #[test]
 fn includes_and_local_config() {
     let s = Scratch::new("includes");

@@ -423,3 +423,23 @@ fn environment_overrides_come_last() {
     .unwrap();
     assert!(off.entries().all(|e| e.origin != Origin::Environment));
 }
+
+/// What `condor_config_val` of HTCondor 23.9.6 prints for these knobs (recorded from the
+/// reference chroot; differential.rs's number_formats_match asks it again): C printf's
+/// `-0`, `-nan` and `inf` spellings through `$REAL()`, with `.0` appended when the result has
+/// no point, and ClassAd unparsing (`%1.15E`, `real("NaN")`, `-0.0`) through `$EVAL()`.
+#[test]
+fn numbers_print_as_condor_config_val_prints_them() {
+    let c = parse(include_str!("data/number_formats.conf")).unwrap();
+    let want = [
+        ("R1", "-0 0 -NAN NAN -INF 1E+21 1E-05 0.3333333333333333"),
+        ("R2", "-0.0 -0.000 -0.000000e+00 -0.0  -0.0 -0.0 +0.0  0.0"),
+        ("R3", "-nan.0 nan.0 -nan.0 -inf.0 -INF.0    -nan.0 -inf  .0|"),
+        ("R4", "0.33333333333333331483 1000000000000000000000.000000 1e-05.0 1.50000 1.50 +1E-05.0 -0000.00"),
+        ("E1", r#"-0.0 0.0 real("NaN") real("NaN") real("-INF") 1.000000000000000E+21 1.000000000000000E-05 3.333333333333333E-01 1.500000000000000E+00"#),
+        ("I1", "0 0 +0"),
+    ];
+    for (knob, value) in want {
+        assert_eq!(c.expanded(knob).unwrap().as_deref(), Some(value), "{knob}");
+    }
+}

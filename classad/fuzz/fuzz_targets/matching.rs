@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = classad::rank(&b, &a);
     for (my, target) in [(&a, &b), (&b, &a)] {
         for (attr, compiled) in [
-            ("Requirements", classad::matching::requirements_value(my, target)),
+            (
+                "Requirements",
+                classad::matching::requirements_value(my, target),
+            ),
             ("Rank", classad::matching::rank_value(my, target)),
         ] {
             let interpreted = my

@@ -1,195 +1,333 @@
-//! HTCondor's argument and environment string helpers behind `argsToList`, `listToArgs`,
-//! `envV1ToV2` and `mergeEnvironment` (V1: whitespace separated; V2: whitespace separated
-//! with `'...'` quoting and `''` for a quote).
-use std::collections::BTreeMap;
+//! The rest of the functions HTCondor registers on top of libclassad (in
+//! src/condor_utils/compat_classad.cpp): user and slot names (`splitUserName`,
+//! `splitSlotName`, `userHome`, `userMap`), `split`, per-element evaluation
+//! (`evalInEachContext`, `countMatches`) and job argument and environment strings
+//! (`argsToList`, `listToArgs`, `envV1ToV2`, `mergeEnvironment`, whose grammar is in
+//! [`super::args_env`]). The string-list functions are in their own family.
+use super::args_env;
+use super::stringlist::string_and_delimiters;
+use super::{Args, Builtin as B};
+use crate::eval::{self, ops, Env};
+use crate::expr::Expr;
+use crate::value::Value;
+use std::sync::Arc;
 
-/// Split V2 raw arguments; `None` on an unbalanced quote.
-pub fn split_args_v2(args: &str) -> Option<Vec<String>> {
-    let b = args.as_bytes();
+/// `splitUserName(name)` and `splitSlotName(name)`: the two sides of the `@`; without one the
+/// whole name is the user (or the slot's machine).
+pub(super) fn split_name(f: B, a: &Args) -> Value {
+    if a.len() != 1 {
+        return Value::Error;
+    }
+    let v = a.eval(0);
+    let Value::Str(s) = &v else {
+        return Value::Error;
+    };
+    let (l, r) = match s.find('@') {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => {
+            if f == B::SplitUserName {
+                (&s[..], "")
+            } else {
+                ("", &s[..])
+            }
+        }
+    };
+    Value::list(vec![Value::str(l), Value::str(r)])
+}
+
+/// `split(s[, separators])`: tokens between separator characters (", \\t" by default).
+pub(super) fn split(a: &Args) -> Value {
+    let Some((s, d)) = string_and_delimiters(a, ", \t") else {
+        return Value::Error;
+    };
+    Value::list(split_arb(&s, &d).into_iter().map(Value::string).collect())
+}
+
+/// HTCondor's split(): tokens between separator characters; an empty token appears only
+/// between two identical non-space separators.
+fn split_arb(s: &str, seps: &str) -> Vec<String> {
+    let b = s.as_bytes();
+    let is_sep = |c: u8| seps.as_bytes().contains(&c);
     let mut out = Vec::new();
-    let mut buf: Vec<u8> = Vec::new();
-    let mut parsed = false;
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\'' => {
-                i += 1;
-                parsed = true;
-                loop {
-                    if i >= b.len() {
-                        return None;
-                    }
-                    if b[i] == b'\'' {
-                        if i + 1 < b.len() && b[i + 1] == b'\'' {
-                            buf.push(b'\'');
-                            i += 2;
-                        } else {
-                            break;
-                        }
-                    } else {
-                        buf.push(b[i]);
-                        i += 1;
-                    }
-                }
-                i += 1;
+    let mut last = 0usize;
+    let mut ch: i32 = -1;
+    if !seps.is_empty() {
+        let mut ix = (last..b.len()).find(|&i| is_sep(b[i]));
+        while let Some(i) = ix {
+            if i > last {
+                out.push(String::from_utf8_lossy(&b[last..i]).into_owned());
+            } else if !(ch >= 0 && (ch as u8).is_ascii_whitespace()) && ch == b[i] as i32 {
+                out.push(String::new());
             }
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                i += 1;
-                if parsed {
-                    parsed = false;
-                    out.push(String::from_utf8_lossy(&buf).into_owned());
-                    buf.clear();
-                }
+            if !b[i].is_ascii_whitespace() {
+                ch = b[i] as i32;
             }
-            c => {
-                parsed = true;
-                buf.push(c);
-                i += 1;
-            }
+            last = i + 1;
+            ix = (last..b.len()).find(|&k| is_sep(b[k]));
         }
     }
-    if parsed {
-        out.push(String::from_utf8_lossy(&buf).into_owned());
-    }
-    Some(out)
-}
-
-/// Split V1 raw arguments (unix): on whitespace only.
-pub fn split_args_v1(args: &str) -> Vec<String> {
-    args.split([' ', '\t', '\n', '\r'])
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// Append one argument in V2 raw syntax.
-fn append_arg(arg: &str, out: &mut String) {
-    if !out.is_empty() {
-        out.push(' ');
-    }
-    if arg.is_empty() {
-        out.push_str("''");
-    }
-    for c in arg.chars() {
-        match c {
-            ' ' | '\t' | '\n' | '\r' | '\'' => {
-                if out.ends_with('\'') {
-                    out.pop();
-                } else {
-                    out.push('\'');
-                }
-                if c == '\'' {
-                    out.push('\'');
-                }
-                out.push(c);
-                out.push('\'');
-            }
-            c => out.push(c),
-        }
-    }
-}
-
-pub fn join_args_v2(args: &[String]) -> String {
-    let mut out = String::new();
-    for a in args {
-        append_arg(a, &mut out);
+    if b.len() > last {
+        out.push(String::from_utf8_lossy(&b[last..]).into_owned());
     }
     out
 }
 
-/// V1 raw: plain space-joined; `None` when an argument holds whitespace.
-pub fn join_args_v1(args: &[String]) -> Option<String> {
-    let mut out = String::new();
-    for a in args {
-        if a.contains([' ', '\t', '\r', '\n']) {
+/// `evalInEachContext(expr, ads)` (the list of results) and `countMatches(expr, ads)` (how many
+/// are true): `expr` evaluated with each ad of the list as MY.
+pub(super) fn eval_in_each_context(f: B, a: &Args) -> Value {
+    if a.len() != 2 {
+        return Value::Error;
+    }
+    // An attribute reference as the expression means "that attribute's expression".
+    let mut expr: &Expr = a.expr(0);
+    let mut holder = None;
+    if let Expr::Attr(name) = a.expr(0) {
+        if let Some(cur) = a.env.cur {
+            if let Some(found) = cur.lookup_name(name) {
+                holder = Some(found.clone());
+            }
+        }
+    }
+    if let Some(h) = &holder {
+        expr = h;
+    }
+    // libclassad's dereference of an unresolvable reference leaves its evaluation state
+    // at the outermost (match) scope, where the list argument then resolves nothing.
+    let unresolvable = a.env.target.is_some()
+        && holder.is_none()
+        && match a.expr(0) {
+            Expr::Attr(_) => true,
+            Expr::Scoped(crate::ScopeKw::My, _, n) => {
+                a.env.cur.is_some_and(|c| c.lookup_name(n).is_none())
+            }
+            Expr::Scoped(crate::ScopeKw::Target, _, n) => {
+                a.env.target.is_some_and(|t| t.lookup_name(n).is_none())
+            }
+            _ => false,
+        };
+    let l = if unresolvable {
+        eval::eval(
+            a.ctx,
+            Env {
+                cur: None,
+                target: None,
+                root: None,
+                alternate: false,
+            },
+            a.expr(1),
+        )
+    } else {
+        a.eval(1)
+    };
+    let Value::List(l) = l else {
+        return match l {
+            Value::Undefined if f == B::EvalInEachContext => Value::Undefined,
+            Value::Undefined => Value::Int(0),
+            _ => Value::Error,
+        };
+    };
+    let mut out = Vec::new();
+    let mut count = 0i64;
+    for item in l.iter() {
+        let v = match item {
+            Value::Ad(ad) => {
+                let inner = Env {
+                    cur: Some(ad),
+                    root: Some(ad),
+                    target: a.env.target,
+                    alternate: a.env.alternate,
+                };
+                // A failure inside one context is only an error for that element.
+                let saved = a.ctx.failed();
+                let v = eval::eval(a.ctx, inner, expr);
+                a.ctx.set_failed(saved);
+                v
+            }
+            Value::Undefined => Value::Undefined,
+            _ => Value::Error,
+        };
+        if f == B::CountMatches {
+            if ops::bool_equiv(&v) == Some(true) {
+                count += 1;
+            }
+        } else {
+            // The reference stores each result as a literal; a reltime literal reads
+            // back as a real.
+            out.push(match v {
+                Value::RelTime(r) => Value::Real(r),
+                // Observed: in a match, list and ad results come back empty from the
+                // reference.
+                Value::List(_) if a.env.target.is_some() => Value::list(Vec::new()),
+                Value::Ad(_) if a.env.target.is_some() => {
+                    Value::Ad(Arc::new(crate::ClassAd::new()))
+                }
+                other => other,
+            });
+        }
+    }
+    if f == B::CountMatches {
+        Value::Int(count)
+    } else {
+        Value::list(out)
+    }
+}
+
+/// `userHome(owner[, default])`: the user's home directory from /etc/passwd.
+pub(super) fn user_home(a: &Args) -> Value {
+    if !(1..=2).contains(&a.len()) {
+        return a.ctx.fail();
+    }
+    let default = if a.len() == 2 {
+        match a.eval(1) {
+            Value::Str(s) => s.to_string(),
+            _ => String::new(),
+        }
+    } else {
+        String::new()
+    };
+    let owner = a.eval(0);
+    if owner.is_undefined() && default.is_empty() {
+        return Value::Undefined;
+    }
+    let fallback = |is_error: bool| {
+        if !default.is_empty() {
+            Value::str(&default)
+        } else if is_error {
+            Value::Error
+        } else {
+            Value::Undefined
+        }
+    };
+    let Value::Str(user) = owner else {
+        return fallback(true);
+    };
+    match passwd_home(&user) {
+        Some(h) => Value::string(h),
+        None => fallback(false),
+    }
+}
+
+/// The home directory of `user` from /etc/passwd (what getpwnam reports on this host).
+fn passwd_home(user: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|l| {
+        let mut it = l.split(':');
+        if it.next()? != user {
             return None;
         }
-        if !out.is_empty() {
-            out.push(' ');
+        let home = it.nth(4)?;
+        if home.is_empty() {
+            None
+        } else {
+            Some(home.to_string())
         }
-        out.push_str(a);
-    }
-    Some(out)
+    })
 }
 
-/// An environment: variable -> value, kept sorted as HTCondor's table is.
-#[derive(Default)]
-pub struct Env {
-    vars: BTreeMap<String, Option<String>>,
+/// `userMap(map, user[, preferred[, default]])`: no user maps are configured here, so the
+/// mapping fails (`undefined`, or the default).
+pub(super) fn user_map(a: &Args) -> Value {
+    if !(2..=4).contains(&a.len()) {
+        return Value::Error;
+    }
+    let (m, u) = (a.eval(0), a.eval(1));
+    let _pref = a.eval_or(2, Value::Undefined);
+    let dflt = a.eval_or(3, Value::Undefined);
+    if !matches!(m, Value::Str(_)) || !matches!(u, Value::Str(_)) {
+        if m.is_error() || u.is_error() {
+            return Value::Error;
+        }
+        return if a.len() < 4 { Value::Undefined } else { dflt };
+    }
+    // No user maps are configured: the mapping fails.
+    if a.len() < 4 {
+        Value::Undefined
+    } else {
+        dflt
+    }
 }
 
-impl Env {
-    /// `NAME=value`; an entry without `=` is kept verbatim only when it holds `$$`.
-    fn set(&mut self, entry: &str) -> bool {
-        if entry.is_empty() {
-            return false;
-        }
-        match entry.find('=') {
-            None if entry.contains("$$") => {
-                self.vars.insert(entry.to_string(), None);
-                true
-            }
-            None | Some(0) => false,
-            Some(i) => {
-                self.vars
-                    .insert(entry[..i].to_string(), Some(entry[i + 1..].to_string()));
-                true
-            }
-        }
+/// `argsToList(args[, version])` and `listToArgs(list[, version])`: version 1 or 2 argument
+/// strings.
+pub(super) fn args(f: B, a: &Args) -> Value {
+    if !(1..=2).contains(&a.len()) {
+        return Value::Error;
     }
-
-    pub fn merge_v2(&mut self, text: &str) -> bool {
-        let Some(items) = split_args_v2(text) else {
-            return false;
+    let vers = if a.len() == 2 {
+        match a.eval(1) {
+            Value::Int(v) if v as i32 == 1 || v as i32 == 2 => v as i32,
+            _ => return Value::Error,
+        }
+    } else {
+        2
+    };
+    let v = a.eval(0);
+    if f == B::ArgsToList {
+        let Value::Str(s) = v else {
+            return Value::Error;
         };
-        items.iter().all(|e| self.set(e))
+        let args = if vers == 1 {
+            Some(args_env::split_args_v1(&s))
+        } else {
+            args_env::split_args_v2(&s)
+        };
+        match args {
+            Some(a) => Value::list(a.into_iter().map(Value::string).collect()),
+            None => Value::Error,
+        }
+    } else {
+        let Value::List(l) = v else {
+            return Value::Error;
+        };
+        let mut args = Vec::with_capacity(l.len());
+        for item in l.iter() {
+            match item {
+                Value::Str(s) => args.push(s.to_string()),
+                _ => return Value::Error,
+            }
+        }
+        if vers == 1 {
+            args_env::join_args_v1(&args)
+                .map(Value::string)
+                .unwrap_or(Value::Error)
+        } else {
+            Value::string(args_env::join_args_v2(&args))
+        }
     }
+}
 
-    /// V1 with the delimiter `;` or a leading permitted delimiter character.
-    pub fn merge_v1_auto(&mut self, text: &str) -> bool {
-        if text.is_empty() {
-            return true;
-        }
-        let mut delim = ';';
-        let mut rest = text;
-        let first = text.chars().next().unwrap_or(';');
-        if first == delim {
-            rest = &text[1..];
-        } else if "!#$%&*+,-/:;<>?@^`|~\x1F".contains(first) {
-            delim = first;
-            rest = &text[first.len_utf8()..];
-        }
-        let b = rest;
-        let mut i = 0;
-        let bytes = b.as_bytes();
-        while i < bytes.len() {
-            while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
-                i += 1;
-            }
-            let start = i;
-            while i < bytes.len() && bytes[i] != b'\n' && bytes[i] as char != delim {
-                i += 1;
-            }
-            let entry = &b[start..i];
-            if i < bytes.len() {
-                i += 1;
-            }
-            if !entry.is_empty() && !self.set(entry) {
-                return false;
-            }
-        }
-        true
+/// `envV1ToV2(env)`: a V1 environment string (`;`-separated) in V2 syntax.
+pub(super) fn env_v1_to_v2(a: &Args) -> Value {
+    if a.len() != 1 {
+        return Value::Error;
     }
+    match a.eval(0) {
+        Value::Undefined => Value::Undefined,
+        Value::Str(s) => {
+            let mut env = args_env::Env::default();
+            if env.merge_v1_auto(&s) {
+                Value::string(env.to_v2())
+            } else {
+                Value::Error
+            }
+        }
+        _ => Value::Error,
+    }
+}
 
-    pub fn to_v2(&self) -> String {
-        let list: Vec<String> = self
-            .vars
-            .iter()
-            .map(|(k, v)| match v {
-                Some(v) => format!("{}={}", k, v),
-                None => k.clone(),
-            })
-            .collect();
-        join_args_v2(&list)
+/// `mergeEnvironment(env...)`: V2 environment strings merged left to right (later ones win).
+pub(super) fn merge_environment(a: &Args) -> Value {
+    let mut env = args_env::Env::default();
+    for i in 0..a.len() {
+        match a.eval(i) {
+            Value::Undefined => continue,
+            Value::Str(s) => {
+                if !env.merge_v2(&s) {
+                    return Value::Error;
+                }
+            }
+            _ => return Value::Error,
+        }
     }
+    Value::string(env.to_v2())
 }

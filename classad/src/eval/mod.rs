@@ -88,12 +88,16 @@ impl<'a> Env<'a> {
     }
 }
 
+/// Evaluate `e` with `my` as MY and `target` as TARGET; bare names missing from MY are looked
+/// up in TARGET when there is one (the matchmaking rule).
 pub fn eval_in(e: &Expr, my: Option<&ClassAd>, target: Option<&ClassAd>) -> Value {
     let ctx = Ctx::new();
     let v = eval(&ctx, Env::top(my, target), e);
     ctx.finish(v)
 }
 
+/// Evaluate attribute `name` of `ad` (with `target` as TARGET); a name the ad lacks is
+/// looked up as a bare reference would be (special names, TARGET).
 pub fn eval_attr(ad: &ClassAd, target: Option<&ClassAd>, name: &str) -> Value {
     let ctx = Ctx::new();
     let v = match ad.lookup(name) {

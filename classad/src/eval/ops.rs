@@ -21,6 +21,7 @@ pub fn bool_equiv(v: &Value) -> Option<bool> {
     }
 }
 
+/// Apply a prefix operator to a value, as libclassad's Operation does.
 pub fn unary(op: UnOp, v: Value) -> Value {
     match op {
         UnOp::Plus => match v {

@@ -281,13 +281,16 @@ pub fn describe(case: &Json, reference: &Json, ours: &Json) -> String {
     s
 }
 
+/// Cases agreed, cases skipped, and the disagreeing (case, reference row) pairs.
+type Tally = (usize, usize, Vec<(Json, Json)>);
+
 /// Compares (case, reference row) pairs in parallel; returns (agreed, skipped, disagreements).
-pub fn compare_all(rows: &[Json]) -> (usize, usize, Vec<(Json, Json)>) {
+pub fn compare_all(rows: &[Json]) -> Tally {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(4);
     let chunk = rows.len().div_ceil(threads).max(1);
-    let results: Vec<(usize, usize, Vec<(Json, Json)>)> = std::thread::scope(|s| {
+    let results: Vec<Tally> = std::thread::scope(|s| {
         let handles: Vec<_> = rows
             .chunks(chunk)
             .map(|part| {
@@ -347,7 +350,7 @@ pub fn report(
         }
     }
     let mut counts: Vec<_> = counts.into_iter().collect();
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
     s.push_str("disagreements by function/operator (a case counts once for each it contains):\n");
     for (f, n) in counts {
         s.push_str(&format!("  {n:>7}  {f}\n"));

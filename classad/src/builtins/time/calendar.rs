@@ -3,6 +3,7 @@
 use crate::format::civil_from_days;
 use crate::value::Value;
 
+/// Seconds since the Unix epoch, now (0 if the clock is before it).
 pub fn now_secs() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -15,6 +16,7 @@ pub fn local_offset(_secs: i64) -> i32 {
     0
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date (month 1-12, day 1-31).
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -28,16 +30,25 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 /// Broken-down time like C's struct tm (month 1-based here; any field may be out of range
 /// when it comes from a user-supplied split-time ad).
 pub struct Tm {
+    /// The year itself (C's tm_year counts from 1900).
     pub year: i64,
+    /// Month, 1-12 (C's tm_mon is 0-11).
     pub mon: i64,
+    /// Day of the month, 1-31.
     pub mday: i64,
+    /// Hours, 0-23.
     pub hour: i64,
+    /// Minutes, 0-59.
     pub min: i64,
+    /// Seconds, 0-60.
     pub sec: i64,
+    /// Day of the week, 0 for Sunday.
     pub wday: i64,
+    /// Day of the year, 0 for January 1st.
     pub yday: i64,
 }
 
+/// The UTC calendar fields of `t` seconds since the epoch, as C's gmtime.
 pub fn gmtime(t: i64) -> Tm {
     let days = t.div_euclid(86_400);
     let rem = t.rem_euclid(86_400);
@@ -350,7 +361,7 @@ pub fn strftime(tm: &Tm, fmt: &str) -> String {
             'l' => write!(out, "{:2}", h12),
             'm' => write!(out, "{:02}", tm.mon),
             'M' => write!(out, "{:02}", tm.min),
-            'n' => write!(out, "\n"),
+            'n' => writeln!(out),
             'p' => write!(out, "{}", ampm),
             'P' => write!(out, "{}", ampm.to_lowercase()),
             'r' => write!(out, "{:02}:{:02}:{:02} {}", h12, tm.min, tm.sec, ampm),
