@@ -123,9 +123,11 @@ fn default_factor_1000_gives_eup_500() {
 
 #[test]
 fn nice_remote_and_group_factors() {
-    let mut p = AccountantParams::default();
-    p.local_domain = Some("cs.wisc.edu".into());
-    p.group_names = vec!["group_physics".into()];
+    let mut p = AccountantParams {
+        local_domain: Some("cs.wisc.edu".into()),
+        group_names: vec!["group_physics".into()],
+        ..Default::default()
+    };
     p.group_prio_factors.insert("group_physics".into(), 50.0);
     let a = Accountant::new(p);
     assert_eq!(a.default_factor("nice-user.bob@cs.wisc.edu"), 1e10);
@@ -156,8 +158,10 @@ fn factor_2000_has_twice_the_eup() {
 
 #[test]
 fn group_usage_rolls_up_the_hierarchy() {
-    let mut p = AccountantParams::default();
-    p.group_names = vec!["group_physics".into(), "group_physics.hep".into()];
+    let p = AccountantParams {
+        group_names: vec!["group_physics".into(), "group_physics.hep".into()],
+        ..Default::default()
+    };
     let mut a = Accountant::new(p);
     tick(
         &mut a,
@@ -316,8 +320,10 @@ fn serde_round_trip() {
 
 #[test]
 fn userprio_long_round_trip() {
-    let mut p = AccountantParams::default();
-    p.group_names = vec!["group_a".into()];
+    let p = AccountantParams {
+        group_names: vec!["group_a".into()],
+        ..Default::default()
+    };
     let mut a = Accountant::new(p.clone());
     tick(&mut a, 1000, &[("group_a.u@d", 3.0), ("v@d", 1.5)]);
     tick(&mut a, 1000 + DAY, &[("group_a.u@d", 3.0), ("v@d", 1.5)]);
