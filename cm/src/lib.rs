@@ -1,5 +1,6 @@
 //! The Aerie central manager: configuration lookup, the accountant and negotiator (pure
 //! libraries), the replicated Raft core, the collector and the leader-run negotiation.
+#![warn(missing_docs)]
 pub mod admin;
 pub mod collector;
 pub mod config_val;

@@ -30,33 +30,40 @@ pub fn install(addr: SocketAddr) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One synced append of `entries` log entries took `d`.
 pub fn record_append(d: Duration, entries: u64) {
     metrics::histogram!("aerie_raft_append_seconds").record(d.as_secs_f64());
     metrics::counter!("aerie_raft_appended_entries_total").increment(entries);
 }
 
+/// One fsync took `d`.
 pub fn record_fsync(d: Duration) {
     metrics::histogram!("aerie_raft_fsync_seconds").record(d.as_secs_f64());
 }
 
+/// The log was purged up to `index`.
 pub fn record_purge(index: u64) {
     metrics::gauge!("aerie_raft_purged_index").set(index as f64);
 }
 
+/// The state machine applied up to `index`.
 pub fn set_applied(index: u64) {
     metrics::gauge!("aerie_raft_applied_index").set(index as f64);
 }
 
+/// This CM built a snapshot of `bytes`.
 pub fn record_snapshot_built(bytes: usize) {
     metrics::counter!("aerie_raft_snapshots_built_total").increment(1);
     metrics::gauge!("aerie_raft_snapshot_bytes").set(bytes as f64);
 }
 
+/// This CM installed a leader's snapshot of `bytes`.
 pub fn record_snapshot_installed(bytes: usize) {
     metrics::counter!("aerie_raft_snapshots_installed_total").increment(1);
     metrics::gauge!("aerie_raft_snapshot_bytes").set(bytes as f64);
 }
 
+/// One admin request (`write`, `query`...) ended, well or not, after `d`.
 pub fn record_admin(method: &'static str, ok: bool, d: Duration) {
     let outcome = if ok { "ok" } else { "error" };
     metrics::counter!("aerie_admin_requests_total", "method" => method, "outcome" => outcome)

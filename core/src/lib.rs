@@ -10,6 +10,7 @@
 //!
 //! Nothing here reads a clock, a file or the network: time is always an argument, so cycles
 //! and ledgers replay exactly (in tests, in `cmctl what-if`, on every Raft replica).
+#![warn(missing_docs)]
 pub mod accountant;
 pub mod admin;
 pub mod negotiator;

@@ -4,6 +4,7 @@
 //! One module per `.proto` file: `raft` (peer Raft RPCs between CMs), `admin` (the admin API
 //! cmctl uses), `collector` (ad updates, invalidations and queries), `negotiation` (requests, grants and
 //! claims between the leader, access points and execute nodes).
+#![warn(missing_docs)]
 
 /// Peer Raft RPCs (append, vote, snapshot) between central managers.
 pub mod raft {

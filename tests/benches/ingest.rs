@@ -4,8 +4,8 @@
 //!
 //! Run: `cargo bench -p aerie-tests --bench ingest [-- ADS STREAMS]` (defaults 100000 and 4).
 //! Use a release daemon for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
-use aerie_tests::synthetic::slot_ad;
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
+use aerie_tests::synthetic::slot_ad;
 use aerie_tests::*;
 use std::time::{Duration, Instant};
 use tonic::codegen::tokio_stream;

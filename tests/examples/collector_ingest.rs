@@ -4,8 +4,8 @@
 //! what else the machine runs.
 //!
 //! Run: `cargo run --release -p aerie-tests --example collector_ingest [-- ADS]` (default 100000).
-use aerie_tests::synthetic::slot_ad;
 use aerie_cm::collector::{AdTable, CollectorParams};
+use aerie_tests::synthetic::slot_ad;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;

@@ -83,6 +83,7 @@ pub struct RelayQueue {
 }
 
 impl RelayQueue {
+    /// An empty queue that holds at most `limit` items (at least 1).
     pub fn new(limit: usize) -> Self {
         RelayQueue {
             limit: limit.max(1),
@@ -90,10 +91,12 @@ impl RelayQueue {
         }
     }
 
+    /// Items waiting.
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
+    /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
@@ -148,6 +151,7 @@ impl RelayQueue {
 
 // ---- conversions between the table's types and the wire ----
 
+/// An ad key as the relay sends it.
 pub fn key_to_pb(k: &AdKey) -> pb::AdKey {
     pb::AdKey {
         ad_type: k.ad_type.as_str().to_string(),
@@ -156,6 +160,7 @@ pub fn key_to_pb(k: &AdKey) -> pb::AdKey {
     }
 }
 
+/// An ad key as the relay received it.
 pub fn key_from_pb(k: &pb::AdKey) -> AdKey {
     AdKey::new(AdType::parse(&k.ad_type), k.name.clone(), k.addr.clone())
 }
@@ -177,6 +182,7 @@ fn version_from_pb(v: Option<&pb::AdVersion>) -> Version {
     .unwrap_or_default()
 }
 
+/// A relay item as the relay sends it (no text: an invalidation).
 pub fn item_to_pb(i: &RelayItem) -> pb::RelayedAd {
     pb::RelayedAd {
         key: Some(key_to_pb(&i.key)),
@@ -186,6 +192,7 @@ pub fn item_to_pb(i: &RelayItem) -> pb::RelayedAd {
     }
 }
 
+/// A digest entry as sent.
 pub fn digest_to_pb(d: &DigestEntry) -> pb::DigestEntry {
     pb::DigestEntry {
         key: Some(key_to_pb(&d.key)),
@@ -194,6 +201,7 @@ pub fn digest_to_pb(d: &DigestEntry) -> pb::DigestEntry {
     }
 }
 
+/// A digest entry as received; `None` without a key.
 pub fn digest_from_pb(d: &pb::DigestEntry) -> Option<DigestEntry> {
     Some(DigestEntry {
         key: key_from_pb(d.key.as_ref()?),
@@ -259,6 +267,7 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// The relay of CM `id`, sending what `table` accepts to the other CMs.
     pub fn new(id: NodeId, table: SharedTable, params: RelayParams) -> Arc<Self> {
         Arc::new(Relay {
             id,

@@ -10,7 +10,9 @@ use std::sync::{Arc, RwLock};
 
 /// A running collector.
 pub struct Running {
+    /// The gRPC service (ingest and queries) over the table.
     pub service: CollectorService,
+    /// The relay to the other CMs.
     pub relay: Arc<Relay>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -53,6 +55,7 @@ pub fn start(
 }
 
 impl Running {
+    /// Stops the background tasks and the relay.
     pub fn stop(&self) {
         for t in &self.tasks {
             t.abort();

@@ -25,7 +25,10 @@ pub fn unix_now() -> i64 {
 }
 
 #[derive(Clone)]
+/// The `Collector` gRPC service of one CM: ad updates in, queries out, relay and digests
+/// between CMs.
 pub struct CollectorService {
+    /// This CM's ad table.
     pub table: SharedTable,
     /// Hands accepted updates to the other CMs (none in a lone CM or in tests).
     pub relay: Option<Arc<Relay>>,
@@ -59,6 +62,7 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// A bucket allowing `rate` updates per second, full to start with.
     pub fn new(rate: f64) -> Self {
         RateLimit {
             rate,
@@ -82,6 +86,7 @@ impl RateLimit {
 }
 
 impl CollectorService {
+    /// A service over `table`, relaying nothing, at the default update rate.
     pub fn new(table: SharedTable) -> Self {
         CollectorService {
             table,
@@ -96,6 +101,7 @@ impl CollectorService {
         self
     }
 
+    /// The tonic server for this service.
     pub fn into_server(self) -> collector_server::CollectorServer<Self> {
         collector_server::CollectorServer::new(self)
             .max_decoding_message_size(256 << 20)

@@ -22,7 +22,10 @@ pub enum CycleEnd {
     /// The replicated pause flag is set; nothing was done.
     Paused,
     /// This CM stopped leading term `term` during the cycle; nothing more was sent.
-    Deposed { step: &'static str },
+    Deposed {
+        /// The step at which it noticed (`confirm`, `tick`, `negotiate`, `deliver`, `record`).
+        step: &'static str,
+    },
     /// No submitter ads: no access point has jobs, so there is nothing to negotiate and
     /// nothing is committed (an idle pool does not grow the Raft log; the next tick charges
     /// the whole elapsed interval, and without submitters no job holds a slot to charge).
@@ -32,7 +35,9 @@ pub enum CycleEnd {
 /// The figures of a completed cycle.
 #[derive(Debug)]
 pub struct Completed {
+    /// The committed cycle record.
     pub record: CycleRecord,
+    /// What the access points made of the grants.
     pub delivery: Delivery,
     /// What the Negotiator ad showed.
     pub facts: AdFacts,

@@ -10,14 +10,18 @@ use std::time::Duration;
 /// grant (the slot has no claim capability or no address) with the reason.
 #[derive(Clone, Debug, Default)]
 pub struct Grants {
+    /// Grants by the address of the access point that offered the job.
     pub by_ap: BTreeMap<String, Vec<Grant>>,
+    /// (job, why) for matches that could not become a grant.
     pub undeliverable: Vec<(String, String)>,
 }
 
 impl Grants {
+    /// How many grants.
     pub fn len(&self) -> usize {
         self.by_ap.values().map(|v| v.len()).sum()
     }
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -84,6 +88,7 @@ pub fn build_grants(
 /// What the access points answered.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Delivery {
+    /// Grants the access points took.
     pub accepted: u64,
     /// Refused by the access point, or lost because it did not answer.
     pub refused: u64,

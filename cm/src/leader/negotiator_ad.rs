@@ -10,18 +10,23 @@ use std::collections::BTreeMap;
 pub struct AdFacts {
     /// This CM's address (`host:port`).
     pub addr: String,
+    /// The Raft term this CM leads.
     pub term: u64,
+    /// This CM's Raft node id.
     pub leader_id: u64,
+    /// Negotiation is paused (`AerieNegotiatorPaused`).
     pub paused: bool,
     /// The `cycle-now` counter the loop has acted on.
     pub cycle_requests_seen: u64,
-    /// The last completed cycle, if any, and the end of the one before (for the period).
+    /// The last completed cycle, if any.
     pub last: Option<CycleRecord>,
+    /// The end of the cycle before `last`, Unix seconds.
     pub previous_end: Option<i64>,
     /// `LastNegotiationCycle*0` figures of the last cycle from the negotiator library.
     pub stats: BTreeMap<String, f64>,
-    /// Submitters stopped by their share, and access points that did not answer.
+    /// Submitters stopped by their share.
     pub share_limited: Vec<String>,
+    /// Access points that did not answer.
     pub failed_aps: Vec<String>,
 }
 

@@ -8,8 +8,11 @@ use std::time::Duration;
 /// point that offered `jobs[i]`.
 #[derive(Clone, Debug, Default)]
 pub struct JobSet {
+    /// The access points asked, in order.
     pub access_points: Vec<String>,
+    /// Every idle job ad they offered.
     pub jobs: Vec<ClassAd>,
+    /// `origin[i]` indexes `access_points`: who offered `jobs[i]`.
     pub origin: Vec<usize>,
     /// Access points that did not answer, with the reason.
     pub failed: Vec<(String, String)>,

@@ -8,9 +8,11 @@ use std::collections::BTreeSet;
 /// submitter ads.
 #[derive(Clone, Debug, Default)]
 pub struct PoolSnapshot {
+    /// Live slot ads (public attributes only).
     pub slots: Vec<ClassAd>,
     /// `claim_ids[i]` is the private `ClaimId` (or `Capability`) of `slots[i]`.
     pub claim_ids: Vec<Option<String>>,
+    /// Submitter ads (the demand: who has idle jobs, and where).
     pub submitters: Vec<ClassAd>,
 }
 

@@ -20,10 +20,15 @@ use std::time::Duration;
 /// The knobs of one CM's Raft instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RaftKnobs {
+    /// `AERIE_HEARTBEAT_INTERVAL`: leader heartbeat period, ms.
     pub heartbeat_ms: u64,
+    /// `AERIE_ELECTION_TIMEOUT` low end, ms.
     pub election_min_ms: u64,
+    /// `AERIE_ELECTION_TIMEOUT` high end, ms.
     pub election_max_ms: u64,
+    /// `AERIE_SNAPSHOT_LOGS`: build a snapshot every this many applied entries.
     pub snapshot_logs: u64,
+    /// `AERIE_SNAPSHOT_KEEP_LOGS`: entries kept behind a snapshot for lagging followers.
     pub keep_logs: u64,
 }
 
@@ -85,6 +90,8 @@ impl RaftKnobs {
         Ok(k)
     }
 
+    /// Refuses timings that would make elections spurious: an empty election timeout range,
+    /// or a heartbeat longer than half the shortest election timeout.
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.election_max_ms <= self.election_min_ms {
             bail!(

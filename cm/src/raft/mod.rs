@@ -26,6 +26,7 @@ pub type NodeId = u64;
 /// What the membership records for each CM: the address of its gRPC listener (Raft and Admin).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Node {
+    /// host:port.
     pub addr: String,
 }
 
@@ -49,15 +50,26 @@ openraft::declare_raft_types!(
 
 /// The Raft handle of one CM.
 pub type Raft = openraft::Raft<TypeConfig>;
+/// One log entry.
 pub type Entry = openraft::Entry<TypeConfig>;
+/// A log position (term of the leader that wrote it, index).
 pub type LogId = openraft::LogId<NodeId>;
+/// A vote (term, candidate, committed).
 pub type Vote = openraft::Vote<NodeId>;
+/// openraft's view of this CM (term, leader, indexes, membership, replication).
 pub type Metrics = openraft::RaftMetrics<NodeId, Node>;
+/// A storage failure as openraft reports it.
 pub type StorageError = openraft::StorageError<NodeId>;
+/// A snapshot: its metadata and the serialized state.
 pub type Snapshot = openraft::storage::Snapshot<TypeConfig>;
+/// What a snapshot covers (last log id, membership).
 pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, Node>;
+/// The membership with the log id that set it.
 pub type StoredMembership = openraft::StoredMembership<NodeId, Node>;
+/// Why a proposal failed (see [`propose::ProposeError`] for what callers get).
 pub type ClientWriteError = openraft::error::ClientWriteError<NodeId, Node>;
+/// Why leadership could not be confirmed.
 pub type CheckIsLeaderError = openraft::error::CheckIsLeaderError<NodeId, Node>;
+/// An openraft API error.
 pub type RaftError<E = openraft::error::Infallible> = openraft::error::RaftError<NodeId, E>;
 pub use openraft::{EntryPayload, ServerState};

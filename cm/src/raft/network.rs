@@ -27,8 +27,11 @@ pub const PAYLOAD_VERSION: u32 = 1;
 /// The last thing we know about reaching one peer.
 #[derive(Debug, Clone, Default)]
 pub struct PeerStatus {
+    /// The peer's address.
     pub addr: String,
+    /// When an RPC to it last succeeded.
     pub last_ok: Option<Instant>,
+    /// When one last failed, and why.
     pub last_err: Option<(Instant, String)>,
 }
 
@@ -59,6 +62,7 @@ impl PeerHealth {
         }
     }
 
+    /// What is known of peer `id`.
     pub fn get(&self, id: NodeId) -> Option<PeerStatus> {
         self.0
             .lock()
@@ -71,6 +75,7 @@ impl PeerHealth {
 /// Creates one [`Connection`] per target; openraft calls it for each replication stream.
 #[derive(Clone)]
 pub struct Network {
+    /// Where every RPC's outcome is recorded.
     pub health: PeerHealth,
     /// Deadline of one append-entries or vote RPC.
     pub rpc_deadline: Duration,

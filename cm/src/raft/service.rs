@@ -4,15 +4,18 @@ use aerie_proto::raft::{raft_server, RaftReply, RaftRequest};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use tonic::{Request, Response, Status};
 
+/// The `Raft` gRPC service: peers' Raft RPCs handed to the local openraft.
 pub struct RaftService {
     raft: Raft,
 }
 
 impl RaftService {
+    /// The service for `raft`.
     pub fn new(raft: Raft) -> Self {
         RaftService { raft }
     }
 
+    /// The tonic server for this service.
     pub fn into_server(self) -> raft_server::RaftServer<Self> {
         raft_server::RaftServer::new(self)
             .max_decoding_message_size(256 << 20)

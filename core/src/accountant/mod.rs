@@ -129,53 +129,72 @@ pub struct Usage {
 pub enum AccountantCommand {
     /// Age priorities to `now` and charge the given usage over the elapsed interval.
     Tick {
+        /// The leader's time, Unix seconds (never earlier than the last tick).
         now: i64,
+        /// Weighted slots in use per submitter at `now`.
         usage: Vec<Usage>,
     },
+    /// The parameters of the leader's configuration (half-life, default factors, groups).
     SetParams(AccountantParams),
     /// `condor_userprio -setprio`.
     SetPriority {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new value.
         value: f64,
     },
     /// `condor_userprio -setfactor`.
     SetFactor {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new value.
         value: f64,
     },
     /// `condor_userprio -setfloor`; 0 removes the floor.
     SetFloor {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new value.
         value: f64,
     },
     /// `condor_userprio -setceil`; -1 removes the ceiling.
     SetCeiling {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new value.
         value: f64,
     },
     /// `condor_userprio -resetusage`.
     ResetUsage {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
     },
     /// `condor_userprio -resetall`.
     ResetAll,
     /// `condor_userprio -delete`.
     Delete {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
     },
     /// `condor_userprio -setaccum`.
     SetAccumulatedUsage {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new value.
         value: f64,
     },
     /// `condor_userprio -setbegin`.
     SetBeginUsageTime {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new time, Unix seconds.
         time: i64,
     },
     /// `condor_userprio -setlast`.
     SetLastUsageTime {
+        /// The submitter (`user@domain`) or group (`group_a`).
         name: String,
+        /// The new time, Unix seconds.
         time: i64,
     },
 }
@@ -183,17 +202,36 @@ pub enum AccountantCommand {
 /// Why a command was refused. The ledger is unchanged when one of these is returned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum AccountantError {
+    /// An edit names a record the ledger does not hold.
     #[error("unknown submitter or group {0:?} (condor_userprio lists the known names)")]
     UnknownSubmitter(String),
+    /// A number out of range (negative factor, NaN usage...).
     #[error("bad value {value} for {what}")]
-    BadValue { what: String, value: f64 },
+    BadValue {
+        /// What the number was for (`priority factor of alice@pool`).
+        what: String,
+        /// The number.
+        value: f64,
+    },
+    /// A submitter name the ledger cannot key (empty, spaces, control characters).
     #[error("bad submitter name {name:?}: {why}")]
-    BadName { name: String, why: String },
+    BadName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A tick older than the last one.
     #[error(
         "accountant tick at {now} is older than the last tick at {last}; refused \
          (time never runs backwards; check the clocks of the central managers)"
     )]
-    TimeWentBackwards { last: i64, now: i64 },
+    TimeWentBackwards {
+        /// The last tick's time.
+        last: i64,
+        /// The refused tick's time.
+        now: i64,
+    },
 }
 
 /// One ledger entry: a submitter (`user@domain`, `group.user@domain`) or a group.
@@ -254,17 +292,27 @@ impl Record {
 /// One row of `condor_userprio -l`, for `cmctl userprio` and `what-if`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UserprioRow {
+    /// The submitter (`user@domain`, `group.user@domain`) or group (`group_a`, `<none>`).
     pub name: String,
+    /// Real priority times the factor (`Priority`): the lower, the larger the pie slice.
     pub effective_priority: f64,
+    /// The decayed usage (`Priority / PriorityFactor`), at least 0.5.
     pub real_priority: f64,
+    /// `PriorityFactor`.
     pub priority_factor: f64,
     /// Weighted slots in use at the last tick (subtree total for a group).
     pub resources_used: f64,
+    /// Weighted slot-seconds charged so far (`WeightedAccumulatedUsage`).
     pub accumulated_usage: f64,
+    /// When usage was first charged (`BeginUsageTime`), Unix seconds.
     pub begin_usage_time: i64,
+    /// When usage was last charged (`LastUsageTime`), Unix seconds.
     pub last_usage_time: i64,
+    /// `Floor`: slots the submitter gets before others' shares (0: none).
     pub floor: f64,
+    /// `Ceiling`: the most slots it may hold (-1: no ceiling).
     pub ceiling: f64,
+    /// An accounting group's record rather than a submitter's.
     pub is_group: bool,
     /// The accounting group the name belongs to (`<none>` outside every group).
     pub accounting_group: String,
@@ -318,6 +366,7 @@ pub fn assign_group(group_names: &[String], name: &str) -> String {
 }
 
 impl Accountant {
+    /// An empty ledger with these parameters.
     pub fn new(params: AccountantParams) -> Self {
         Accountant {
             params,
@@ -326,18 +375,22 @@ impl Accountant {
         }
     }
 
+    /// The parameters it decays and charges with.
     pub fn params(&self) -> &AccountantParams {
         &self.params
     }
 
+    /// The record of a submitter or group.
     pub fn record(&self, name: &str) -> Option<&Record> {
         self.ledger.get(name)
     }
 
+    /// Every record, sorted by name.
     pub fn records(&self) -> impl Iterator<Item = (&str, &Record)> {
         self.ledger.iter().map(|(k, v)| (k.as_str(), v))
     }
 
+    /// The time of the last tick (HTCondor's `LastUpdate`), if any.
     pub fn last_tick(&self) -> Option<i64> {
         self.last_tick
     }

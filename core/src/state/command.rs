@@ -13,11 +13,14 @@ pub const COMMAND_VERSION: u32 = 1;
 /// One log entry's application data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
+    /// The command encoding it was written with ([`COMMAND_VERSION`] for new entries).
     pub v: u32,
+    /// The command.
     pub cmd: Command,
 }
 
 impl Request {
+    /// `cmd` in this binary's encoding.
     pub fn new(cmd: Command) -> Self {
         Request {
             v: COMMAND_VERSION,
@@ -41,38 +44,55 @@ pub enum Command {
     Accountant(AccountantCommand),
     /// Runtime group quota; `None` returns to the configured value.
     SetQuota {
+        /// The group (`group_a`, `group_a.sub`).
         group: String,
+        /// The quota, or `None` to drop the override.
         quota: Option<Quota>,
     },
     /// Runtime `GROUP_ACCEPT_SURPLUS` for one group; `None` returns to the configured value.
     SetSurplus {
+        /// The group.
         group: String,
+        /// Whether it may use other groups' unused quota, or `None` to drop the override.
         allow: Option<bool>,
     },
     /// Runtime concurrency limit; `None` returns to the configured value.
     SetLimit {
+        /// The limit's name (`sw_license`, `sw_license.big`), compared case-insensitively.
         name: String,
+        /// How many concurrent uses it allows, or `None` to drop the override.
         limit: Option<f64>,
     },
+    /// `condor_drain`: ask a machine to drain.
     RequestDrain(DrainRequest),
+    /// `condor_drain -cancel`.
     CancelDrain {
+        /// The machine whose drain request is dropped.
         machine: String,
     },
     /// Store an absent or offline ad (replaces one with the same type and name).
     PutAd {
+        /// The bucket: the ad's `MyType` for an absent ad, `Offline` for an offline one.
         ad_type: String,
+        /// The record name (the ad's `Name`, and its address when it has one).
         name: String,
+        /// The ad in new ClassAd syntax.
         text: String,
+        /// When it went absent or offline (leader time, Unix seconds).
         time: i64,
     },
+    /// Drop a stored absent or offline ad (the machine is back, or the ad expired).
     RemoveAd {
+        /// The bucket, as in `PutAd`.
         ad_type: String,
+        /// The record name, as in `PutAd`.
         name: String,
     },
     /// The summary of a completed negotiation cycle.
     RecordCycle(CycleRecord),
     /// Pause (true) or resume (false) the leader-run negotiation.
     SetNegotiatorPaused {
+        /// Paused (true) or running (false).
         paused: bool,
     },
     /// Ask the leader for a negotiation cycle now (`cmctl negotiator cycle-now`).
@@ -102,6 +122,7 @@ impl Command {
 /// What applying a command answered.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CommandResponse {
+    /// Applied (false: refused, the state unchanged, `error` says why).
     pub ok: bool,
     /// Why the command was refused (empty when `ok`).
     #[serde(default)]
@@ -125,6 +146,7 @@ pub enum CommandResult {
 }
 
 impl CommandResponse {
+    /// A refusal with its reason.
     pub fn refused(error: impl Into<String>) -> Self {
         CommandResponse {
             ok: false,

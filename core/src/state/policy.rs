@@ -9,7 +9,9 @@ pub const MAX_CYCLE_RECORDS: usize = 100;
 /// as `GROUP_QUOTA_<g>` and `GROUP_QUOTA_DYNAMIC_<g>` express them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Quota {
+    /// `GROUP_QUOTA_<g>`: weighted slots.
     Static(f64),
+    /// `GROUP_QUOTA_DYNAMIC_<g>`: a fraction (0 to 1) of the parent's quota.
     Dynamic(f64),
 }
 
@@ -31,6 +33,7 @@ impl Quota {
 /// Runtime overrides for one accounting group; `None` means "as the config files say".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GroupPolicy {
+    /// The quota, overriding `GROUP_QUOTA_<g>` / `GROUP_QUOTA_DYNAMIC_<g>`.
     #[serde(default)]
     pub quota: Option<Quota>,
     /// `GROUP_ACCEPT_SURPLUS_<g>`.
@@ -39,6 +42,7 @@ pub struct GroupPolicy {
 }
 
 impl GroupPolicy {
+    /// Whether it overrides nothing (then it is dropped from the state).
     pub fn is_empty(&self) -> bool {
         self.quota.is_none() && self.accept_surplus.is_none()
     }
@@ -47,9 +51,11 @@ impl GroupPolicy {
 /// An admin's request to drain a machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DrainRequest {
+    /// The machine (`Machine` of its slot ads).
     pub machine: String,
     /// "graceful", "quick" or "fast", as condor_drain -how.
     pub how: String,
+    /// Why, as `condor_drain -reason` gives it.
     #[serde(default)]
     pub reason: String,
     /// Leader time when requested (Unix seconds).
@@ -71,13 +77,21 @@ pub struct AdRecord {
 /// older log entry or snapshot lacks them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CycleRecord {
+    /// The Raft term of the leader that ran it.
     pub term: u64,
+    /// Its number in that term (from 1).
     pub cycle: u64,
+    /// Leader time when it started (the time of its accountant tick), Unix seconds.
     pub start_time: i64,
+    /// Leader time when it ended, Unix seconds.
     pub end_time: i64,
+    /// Live slot ads negotiated over.
     pub slots: u64,
+    /// Submitters that negotiated.
     pub submitters: u64,
+    /// Matches made.
     pub matches: u64,
+    /// Requests rejected (HTCondor's `LastNegotiationCycleRejections0`).
     pub rejections: u64,
     /// Raft id of the leader that negotiated.
     #[serde(default)]
@@ -88,14 +102,16 @@ pub struct CycleRecord {
     /// Idle jobs the access points offered.
     #[serde(default)]
     pub idle_jobs: u64,
-    /// Access points asked for jobs, and how many of them did not answer.
+    /// Access points asked for jobs.
     #[serde(default)]
     pub access_points: u64,
+    /// Access points that did not answer.
     #[serde(default)]
     pub access_points_failed: u64,
-    /// Grants the access points took, and grants refused or undeliverable.
+    /// Grants the access points took.
     #[serde(default)]
     pub grants_accepted: u64,
+    /// Grants refused or undeliverable.
     #[serde(default)]
     pub grants_refused: u64,
     /// Matches per submitter.

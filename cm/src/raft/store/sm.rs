@@ -38,6 +38,8 @@ struct SnapshotBody {
 }
 
 #[derive(Clone)]
+/// openraft's state machine: the applied `PoolState` in memory, shared with readers, and its
+/// snapshots in RocksDB.
 pub struct StateMachineStore {
     db: Arc<DB>,
     shared: SharedState,
