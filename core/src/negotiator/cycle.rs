@@ -34,9 +34,11 @@
 //!   dynamic slot (requests quantized) and the slot stays with what is left.
 use super::config::NegotiatorConfig;
 use super::groups::GroupTree;
+use super::keys::*;
 use super::limits::{parse_limits, LimitUsage};
 use super::outcome::*;
 use super::prep::*;
+use super::scan::*;
 use super::NegotiationInput;
 use crate::accountant::{assign_group, Accountant};
 use classad::{ClassAd, Expr, Value};

@@ -11,6 +11,7 @@
 pub mod config;
 mod cycle;
 mod groups;
+mod keys;
 pub mod limits;
 pub mod outcome;
 mod prep;
