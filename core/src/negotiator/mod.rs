@@ -10,12 +10,15 @@
 //! copied); see `cycle.rs` for the steps and the choices where the manual is silent.
 pub mod config;
 mod cycle;
+mod figures;
 mod groups;
 mod keys;
 pub mod limits;
 pub mod outcome;
 mod prep;
 mod scan;
+mod state;
+mod tables;
 
 pub use config::{ConfigError, GroupConfig, GroupQuota, NegotiatorConfig};
 pub use cycle::negotiate;
