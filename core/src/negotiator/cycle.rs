@@ -32,10 +32,10 @@
 //!   (HTCondor's default is False, so there is none unless configured);
 //! * a partitionable slot can be matched several times per cycle: each match carves a
 //!   dynamic slot (requests quantized) and the slot stays with what is left.
+use super::candidates::{Ask, Caches, Choice};
 use super::config::NegotiatorConfig;
 use super::figures::Figures;
-use super::keys::*;
-use super::limits::parse_limits;
+use super::matchmaking::{Budget, Request};
 use super::outcome::*;
 use super::prep::prepare;
 use super::scan::*;
@@ -43,7 +43,7 @@ use super::state::State;
 use super::tables::*;
 use super::NegotiationInput;
 use crate::accountant::Accountant;
-use classad::{ClassAd, Expr, Value};
+use classad::{ClassAd, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
@@ -59,55 +59,9 @@ pub fn negotiate(
     c.finish()
 }
 
-/// Class-level evaluation of an (autocluster, slot class) pair.
-#[derive(Clone, Copy, Debug)]
-struct PairEval {
-    job_rank: f64,
-    pre: f64,
-    post: f64,
-    /// The slot's Rank of the job when it evaluates to a number (`MY.Rank` in the rank
-    /// conditions); `None` when it is undefined or not a number.
-    slot_rank: Option<f64>,
-    req: (f64, f64, f64),
-}
-
-/// Candidate slots of one autocluster with identical sort keys: a whole slot class (idle
-/// slots of a class all sort alike) or a single slot (busy slots, carved partitionable slots).
-#[derive(Clone, Debug)]
-struct Bucket {
-    keys: [f64; 5],
-    class: usize,
-    /// A class of static slots shares the class's member list (it never changes, slots are
-    /// only taken), so that listing candidates costs nothing per slot; partitionable classes
-    /// and single slots get their own list.
-    slots: Rc<Vec<u32>>,
-    /// Entries before this index are known to be taken.
-    cursor: usize,
-}
-
-fn keys_cmp(a: &[f64; 5], b: &[f64; 5]) -> std::cmp::Ordering {
-    for i in 0..5 {
-        match a[i].partial_cmp(&b[i]).unwrap_or(std::cmp::Ordering::Equal) {
-            std::cmp::Ordering::Equal => continue,
-            o => return o,
-        }
-    }
-    std::cmp::Ordering::Equal
-}
-
 enum TurnResult {
     Done,
     Resume,
-}
-
-/// What the cycle remembers only to go faster.
-#[derive(Default)]
-struct Caches {
-    pair_cache: HashMap<(usize, usize), Option<PairEval>, FxBuild>,
-    cand_lists: HashMap<usize, Vec<Bucket>, FxBuild>,
-    job_views: HashMap<usize, ClassAd, FxBuild>,
-    /// Per class of static slots: members before this index are taken.
-    class_first: Vec<usize>,
 }
 
 struct Cycle<'a> {
@@ -133,36 +87,6 @@ impl<'a> Cycle<'a> {
         }
     }
 
-    /// The job ad as matchmaking sees it for submitter `s`: the representative plus the
-    /// `Submitter*` ephemeral attributes.
-    fn job_view(&mut self, ac: usize, negotiating_group: usize) -> ClassAd {
-        if let Some(v) = self.caches.job_views.get(&ac) {
-            return v.clone();
-        }
-        let t = &self.tables;
-        let rep = t.acs[ac].rep;
-        let sub = t.acs[ac].submitter;
-        let s = &t.subs[sub];
-        let usage = self.state.subs[sub].usage;
-        let mut ad = t.input.jobs[rep].clone();
-        ad.insert_value("SubmitterUserPrio", Value::Real(s.eup));
-        ad.insert_value("SubmitterUserResourcesInUse", Value::Real(usage));
-        let g = &self.state.groups.nodes[s.group];
-        if s.group != 0 {
-            ad.insert_value("SubmitterGroup", Value::str(&g.name));
-            ad.insert_value("SubmitterGroupQuota", Value::Real(g.quota));
-            ad.insert_value("SubmitterGroupResourcesInUse", Value::Real(g.usage));
-        }
-        let ng = &self.state.groups.nodes[negotiating_group];
-        ad.insert_value("SubmitterNegotiatingGroup", Value::str(&ng.name));
-        ad.insert_value(
-            "SubmitterAutoregroup",
-            Value::Bool(self.state.autoregroup_round),
-        );
-        self.caches.job_views.insert(ac, ad.clone());
-        ad
-    }
-
     /// Enters or leaves the autoregroup round: job views (and what was evaluated on them)
     /// change with `SubmitterAutoregroup` and `SubmitterNegotiatingGroup`.
     ///
@@ -186,236 +110,7 @@ impl<'a> Cycle<'a> {
             let sb = &mut self.state.subs[s];
             sb.uncounted = if on { sb.usage - before } else { 0.0 };
         }
-        self.caches.job_views.clear();
-        self.caches.pair_cache.clear();
-        self.caches.cand_lists.clear();
-    }
-
-    fn request(&self, job: &ClassAd, slot: &ClassAd) -> (f64, f64, f64) {
-        let cfg = self.tables.cfg;
-        let q = |v: f64, step: f64| {
-            if step > 0.0 {
-                (v / step).ceil() * step
-            } else {
-                v
-            }
-        };
-        let get = |n: &str, d: f64| job.eval_attr_with(n, Some(slot)).as_number().unwrap_or(d);
-        (
-            q(get("RequestCpus", 1.0), cfg.quantize_cpus),
-            q(get("RequestMemory", 0.0), cfg.quantize_memory),
-            q(get("RequestDisk", 0.0), cfg.quantize_disk),
-        )
-    }
-
-    fn eval_pair(&self, job: &ClassAd, si: usize) -> Option<PairEval> {
-        let cfg = self.tables.cfg;
-        let pslot = self.tables.slots[si].pslot;
-        let slot = &self.state.slots[si].ad;
-        if !classad::symmetric_match(job, slot) {
-            return None;
-        }
-        let req = self.request(job, slot);
-        if pslot {
-            let have = |n: &str| eval_num(slot, n).unwrap_or(0.0);
-            if req.0 > have("Cpus") || req.1 > have("Memory") || req.2 > have("Disk") {
-                return None;
-            }
-        }
-        let admin = |e: &Option<Expr>| match e {
-            Some(e) => match slot.eval_expr_with(e, Some(job)).as_number() {
-                Some(v) => v as f32 as f64,
-                None => -f64::MAX,
-            },
-            None => -f64::MAX,
-        };
-        Some(PairEval {
-            job_rank: classad::rank(job, slot),
-            pre: admin(&cfg.pre_job_rank),
-            post: admin(&cfg.post_job_rank),
-            slot_rank: match slot
-                .lookup("Rank")
-                .map(|e| slot.eval_expr_with(e, Some(job)))
-            {
-                Some(Value::Int(i)) => Some(i as f64),
-                Some(Value::Real(r)) => Some(r),
-                _ => None,
-            },
-            req,
-        })
-    }
-
-    fn pair(&mut self, ac: usize, job: &ClassAd, si: usize) -> Option<PairEval> {
-        let key = (ac, self.state.slots[si].class);
-        if let Some(v) = self.caches.pair_cache.get(&key) {
-            return *v;
-        }
-        let v = self.eval_pair(job, si);
-        self.caches.pair_cache.insert(key, v);
-        v
-    }
-
-    /// HTCondor's rank conditions on a claimed slot, evaluated with the slot as MY and the
-    /// job as TARGET: `MY.Rank > MY.CurrentRank` (rankCondStd: the startd strictly prefers the
-    /// job, "rank" preemption) or, with `or_equal`, `MY.Rank >= MY.CurrentRank`
-    /// (rankCondPrioPreempt, required of priority preemption). Only true counts: an undefined
-    /// Rank or CurrentRank makes both false. Numbers compare directly; anything else is
-    /// evaluated as the expression itself.
-    fn rank_cond(&self, job: &ClassAd, si: usize, pe: &PairEval, or_equal: bool) -> bool {
-        match (pe.slot_rank, self.tables.slots[si].current_rank) {
-            (Some(r), Some(c)) => {
-                if or_equal {
-                    r >= c
-                } else {
-                    r > c
-                }
-            }
-            _ => {
-                let e = if or_equal {
-                    &self.tables.rank_cond_ge
-                } else {
-                    &self.tables.rank_cond_gt
-                };
-                self.state.slots[si]
-                    .ad
-                    .eval_expr_with(e, Some(job))
-                    .is_true()
-            }
-        }
-    }
-
-    /// Reason and PREEMPTION_RANK for a matching slot, or None if it may not be taken.
-    fn preempt_state(
-        &self,
-        job: &ClassAd,
-        sub: usize,
-        si: usize,
-        pe: &PairEval,
-    ) -> Option<(MatchReason, f64)> {
-        let cfg = self.tables.cfg;
-        let ad = &self.state.slots[si].ad;
-        let Some(r) = self.tables.slots[si].remote else {
-            return Some((MatchReason::NoPreemption, -(f32::MAX as f64)));
-        };
-        let reason = if self.rank_cond(job, si, pe, false) {
-            MatchReason::Rank
-        } else if r != sub {
-            if let Some(pr) = &cfg.preemption_requirements {
-                if !ad.eval_expr_with(pr, Some(job)).is_true() {
-                    return None;
-                }
-            }
-            if !self.rank_cond(job, si, pe, true) {
-                return None;
-            }
-            MatchReason::Priority
-        } else {
-            return None;
-        };
-        let prank = match &cfg.preemption_rank {
-            Some(e) => ad
-                .eval_expr_with(e, Some(job))
-                .as_number()
-                .map(|v| v as f32 as f64)
-                .unwrap_or(-f64::MAX),
-            None => -f64::MAX,
-        };
-        Some((reason, prank))
-    }
-
-    fn build_candidates(&mut self, ac: usize, job: &ClassAd, sub: usize) -> Vec<Bucket> {
-        let mut out = Vec::new();
-        let n_classes = self.state.class_members.len();
-        if self.caches.class_first.len() < n_classes {
-            self.caches.class_first.resize(n_classes, 0);
-        }
-        for class in 0..n_classes {
-            let list = &self.state.class_members[class];
-            let Some(&first) = list.first() else {
-                continue;
-            };
-            let (members, cursor) = if self.tables.slots[first as usize].pslot {
-                let own: Vec<u32> = list
-                    .iter()
-                    .copied()
-                    .filter(|&x| !self.state.slots[x as usize].taken)
-                    .collect();
-                (Rc::new(own), 0)
-            } else {
-                let mut c = self.caches.class_first[class];
-                while c < list.len() && self.state.slots[list[c] as usize].taken {
-                    c += 1;
-                }
-                self.caches.class_first[class] = c;
-                (Rc::clone(list), c)
-            };
-            let Some(&rep) = members.get(cursor) else {
-                continue;
-            };
-            if let Some(pe) = self.pair(ac, job, rep as usize) {
-                let keys = [
-                    pe.pre,
-                    pe.job_rank,
-                    pe.post,
-                    MatchReason::NoPreemption as u8 as f64,
-                    -(f32::MAX as f64),
-                ];
-                out.push(Bucket {
-                    keys,
-                    class,
-                    slots: members,
-                    cursor,
-                });
-            }
-        }
-        for i in 0..self.tables.busy.len() {
-            let si = self.tables.busy[i] as usize;
-            if self.state.slots[si].taken {
-                continue;
-            }
-            if let Some(b) = self.candidate(ac, job, sub, si) {
-                out.push(b);
-            }
-        }
-        // Best keys first; equal keys in input order of their first slot (HTCondor keeps the
-        // first best slot it sees in collector order).
-        out.sort_by(|a, b| {
-            keys_cmp(&b.keys, &a.keys).then(a.slots[a.cursor].cmp(&b.slots[b.cursor]))
-        });
-        out
-    }
-
-    fn candidate(&mut self, ac: usize, job: &ClassAd, sub: usize, si: usize) -> Option<Bucket> {
-        let pe = self.pair(ac, job, si)?;
-        let (reason, prank) = self.preempt_state(job, sub, si, &pe)?;
-        Some(Bucket {
-            keys: [pe.pre, pe.job_rank, pe.post, reason as u8 as f64, prank],
-            class: self.state.slots[si].class,
-            slots: Rc::new(vec![si as u32]),
-            cursor: 0,
-        })
-    }
-
-    /// Weight a match with slot `si` would cost (carved size for a partitionable slot).
-    fn match_cost(&self, si: usize, req: (f64, f64, f64)) -> f64 {
-        let s = &self.tables.slots[si];
-        if !s.pslot {
-            return s.weight;
-        }
-        if !self.tables.cfg.use_slot_weights {
-            return 1.0;
-        }
-        let ad = &self.state.slots[si].ad;
-        match ad.lookup("SlotWeight") {
-            Some(e) => {
-                let mut d = ad.clone();
-                d.insert_value("Cpus", Value::Real(req.0));
-                d.insert_value("Memory", Value::Real(req.1));
-                d.insert_value("Disk", Value::Real(req.2));
-                d.eval_expr(&e.clone()).as_number().unwrap_or(req.0)
-            }
-            None => req.0,
-        }
+        self.caches.clear();
     }
 
     /// One submitter's turn in a spin (HTCondor's `negotiate` with one schedd).
@@ -442,9 +137,7 @@ impl<'a> Cycle<'a> {
         let mut match_list: Option<(usize, bool)> = None;
         let job_ids = self.tables.subs[sub].jobs.clone();
         if self.tables.volatile {
-            self.caches.pair_cache.clear();
-            self.caches.cand_lists.clear();
-            self.caches.job_views.clear();
+            self.caches.clear();
         }
         for k in job_ids {
             if self.state.job_done[k] {
@@ -474,9 +167,10 @@ impl<'a> Cycle<'a> {
                 continue;
             }
             self.figures.jobs_considered += 1;
-            let fixed_limits = match &self.tables.jobs[k].limits {
+            match &self.tables.jobs[k].limits {
                 JobLimits::Invalid(e) => {
-                    self.reject(k, e.clone());
+                    let e = e.clone();
+                    self.reject(k, e);
                     failed_acs.insert(ac);
                     continue;
                 }
@@ -487,11 +181,12 @@ impl<'a> Cycle<'a> {
                         failed_acs.insert(ac);
                         continue;
                     }
-                    Some(v.clone())
                 }
-                _ => None,
-            };
-            let job = self.job_view(ac, neg_group);
+                _ => {}
+            }
+            let job = self
+                .caches
+                .job_view(&self.tables, &self.state, ac, neg_group);
             // matchmakingAlgorithm answers a request of the same autocluster (same submitter,
             // same only_for_startdrank) from the sorted MatchList it built for the previous
             // one, and that cached path checks the submitter limit differently: any
@@ -500,126 +195,47 @@ impl<'a> Cycle<'a> {
             // request of an autocluster (a fresh scan) never limits rank preemption.
             let cached = match_list == Some((ac, only_rank));
             match_list = Some((ac, only_rank));
-            if !self.caches.cand_lists.contains_key(&ac) {
-                let l = self.build_candidates(ac, &job, sub);
-                self.caches.cand_lists.insert(ac, l);
-            }
-            // Walk the candidate buckets, best first.
-            let mut chosen: Option<(usize, MatchReason, f64, (f64, f64, f64), Vec<(String, f64)>)> =
-                None;
-            let mut rej_limit = false;
-            let mut rej_conc: Option<String> = None;
-            let mut list = self.caches.cand_lists.remove(&ac).unwrap_or_default();
-            let mut bi = 0;
-            'buckets: while bi < list.len() {
-                let reason = match list[bi].keys[3] as u8 {
-                    2 => MatchReason::NoPreemption,
-                    1 => MatchReason::Rank,
-                    _ => MatchReason::Priority,
-                };
-                // only_for_startdrank (matchmakingAlgorithm): an unclaimed slot is skipped, a
-                // claimed one only counts if rankCondStd holds (reason "rank"), and no
-                // priority preemption is considered.
-                if only_rank && reason != MatchReason::Rank {
-                    bi += 1;
+            let ask = Ask {
+                k,
+                ac,
+                sub,
+                job: &job,
+                budget: Budget {
+                    used,
+                    limit,
+                    used_unclaimed,
+                    limit_unclaimed,
+                },
+                only_rank,
+                cached,
+            };
+            let Choice {
+                si,
+                reason,
+                cost,
+                req,
+                limits,
+            } = match self.caches.pick(&self.tables, &self.state, &ask) {
+                Ok(choice) => choice,
+                Err(miss) => {
+                    let why = if miss.limit {
+                        "submitter limit exceeded".to_string()
+                    } else if let Some(n) = &miss.concurrency {
+                        format!("concurrency limit {n} reached")
+                    } else {
+                        "no match found".to_string()
+                    };
+                    self.reject(k, why);
+                    if miss.limit {
+                        limited = true;
+                    }
+                    if let Some(n) = miss.concurrency {
+                        self.figures.subs[sub].limits_rejected = Some(n);
+                    }
+                    failed_acs.insert(ac);
+                    failed_clusters.insert(cluster);
                     continue;
                 }
-                let mut idx = list[bi].cursor;
-                while idx < list[bi].slots.len() {
-                    let si = list[bi].slots[idx] as usize;
-                    if self.state.slots[si].taken {
-                        if idx == list[bi].cursor {
-                            list[bi].cursor += 1;
-                        }
-                        idx += 1;
-                        continue;
-                    }
-                    if self.state.slots[si].class != list[bi].class {
-                        // A partitionable slot was carved since the list was built: take it
-                        // out and put it back where its new keys sort.
-                        Rc::make_mut(&mut list[bi].slots).remove(idx);
-                        if let Some(fresh) = self.candidate(ac, &job, sub, si) {
-                            let at = list[bi + 1..]
-                                .iter()
-                                .position(|x| {
-                                    keys_cmp(&x.keys, &fresh.keys) == std::cmp::Ordering::Less
-                                })
-                                .map(|p| p + bi + 1)
-                                .unwrap_or(list.len());
-                            list.insert(at, fresh);
-                        }
-                        continue;
-                    }
-                    let Some(pe) = self.pair(ac, &job, si) else {
-                        idx += 1;
-                        continue;
-                    };
-                    let cost = self.match_cost(si, pe.req);
-                    let permits =
-                        |u: f64, allowed: f64| u + cost <= allowed || (u <= 0.0 && allowed > 0.0);
-                    let ok = match reason {
-                        MatchReason::NoPreemption => permits(used_unclaimed, limit_unclaimed),
-                        MatchReason::Priority if !cached => permits(used, limit),
-                        MatchReason::Rank if !cached => true,
-                        MatchReason::Priority | MatchReason::Rank => {
-                            permits(used, limit) || permits(used_unclaimed, limit_unclaimed)
-                        }
-                    };
-                    if !ok {
-                        rej_limit = true;
-                        // Every slot of this bucket costs the same unless partitionable.
-                        if self.tables.slots[si].pslot {
-                            idx += 1;
-                            continue;
-                        }
-                        break;
-                    }
-                    let limits = match &self.tables.jobs[k].limits {
-                        JobLimits::Expr(e) => {
-                            match job.eval_expr_with(e, Some(&self.state.slots[si].ad)) {
-                                Value::Str(s) => match parse_limits(&s) {
-                                    Ok(v) => v,
-                                    Err(_) => {
-                                        idx += 1;
-                                        continue;
-                                    }
-                                },
-                                _ => Vec::new(),
-                            }
-                        }
-                        _ => fixed_limits.clone().unwrap_or_default(),
-                    };
-                    if matches!(self.tables.jobs[k].limits, JobLimits::Expr(_)) {
-                        if let Some(n) = self.state.limit_usage.rejects(&limits, cfg) {
-                            rej_conc = Some(n);
-                            idx += 1;
-                            continue;
-                        }
-                    }
-                    chosen = Some((si, reason, cost, pe.req, limits));
-                    break 'buckets;
-                }
-                bi += 1;
-            }
-            self.caches.cand_lists.insert(ac, list);
-            let Some((si, reason, cost, req, limits)) = chosen else {
-                let why = if rej_limit {
-                    "submitter limit exceeded".to_string()
-                } else if let Some(n) = &rej_conc {
-                    format!("concurrency limit {n} reached")
-                } else {
-                    "no match found".to_string()
-                };
-                self.reject(k, why);
-                if rej_limit {
-                    limited = true;
-                }
-                if let Some(n) = rej_conc {
-                    self.figures.subs[sub].limits_rejected = Some(n);
-                }
-                failed_acs.insert(ac);
-                failed_clusters.insert(cluster);
-                continue;
             };
             self.make_match(k, sub, neg_group, si, reason, cost, req, limits);
             used += cost;
@@ -651,7 +267,7 @@ impl<'a> Cycle<'a> {
         si: usize,
         reason: MatchReason,
         cost: f64,
-        req: (f64, f64, f64),
+        req: Request,
         limits: Vec<(String, f64)>,
     ) {
         let t = &self.tables;
@@ -724,7 +340,7 @@ impl<'a> Cycle<'a> {
             carved,
         });
         if t.volatile {
-            self.caches.job_views.clear();
+            self.caches.clear_job_views();
         }
     }
 

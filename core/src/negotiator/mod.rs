@@ -8,12 +8,14 @@
 //!
 //! The cycle follows HTCondor 23.9.6's matchmaker (matchmaker.cpp, GroupEntry.cpp: read, not
 //! copied); see `cycle.rs` for the steps and the choices where the manual is silent.
+mod candidates;
 pub mod config;
 mod cycle;
 mod figures;
 mod groups;
 mod keys;
 pub mod limits;
+mod matchmaking;
 pub mod outcome;
 mod prep;
 mod scan;

@@ -25,6 +25,7 @@ use super::figures::{Figures, Tally};
 use super::groups::GroupTree;
 use super::keys::{hash_expr, nonliteral_fingerprint, AcTable, FxHasher, Interner};
 use super::limits::{parse_limits, LimitUsage};
+use super::matchmaking::RankConds;
 use super::scan::*;
 use super::state::{SlotState, State, SubmitterUse};
 use super::tables::*;
@@ -429,10 +430,7 @@ pub(super) fn prepare<'a>(
         volatile,
         total_weight,
         min_weight,
-        rank_cond_gt: classad::parse_expr("MY.Rank > MY.CurrentRank")
-            .expect("constant expression parses"),
-        rank_cond_ge: classad::parse_expr("MY.Rank >= MY.CurrentRank")
-            .expect("constant expression parses"),
+        rank_conds: RankConds::new(),
     };
     (tables, state, figures)
 }

@@ -9,6 +9,7 @@
 //! [`super::state::State`] instead, so that anything read from here is known to be the same
 //! at the end of the cycle as at its start.
 use super::config::NegotiatorConfig;
+use super::matchmaking::RankConds;
 use super::NegotiationInput;
 use classad::Expr;
 
@@ -38,9 +39,7 @@ pub(super) struct Tables<'a> {
     pub total_weight: f64,
     /// The smallest positive SlotWeight (1 when there is none).
     pub min_weight: f64,
-    /// `MY.Rank > MY.CurrentRank` and `MY.Rank >= MY.CurrentRank` (see `rank_cond`).
-    pub rank_cond_gt: Expr,
-    pub rank_cond_ge: Expr,
+    pub rank_conds: RankConds,
 }
 
 /// What a slot is (as opposed to [`super::state::SlotState`], what has happened to it).
