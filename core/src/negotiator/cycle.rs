@@ -32,20 +32,18 @@
 //!   (HTCondor's default is False, so there is none unless configured);
 //! * a partitionable slot can be matched several times per cycle: each match carves a
 //!   dynamic slot (requests quantized) and the slot stays with what is left.
-use super::candidates::{Ask, Caches, Choice};
+use super::candidates::Caches;
 use super::config::NegotiatorConfig;
 use super::figures::Figures;
-use super::matchmaking::{Budget, Request};
 use super::outcome::*;
 use super::prep::prepare;
-use super::scan::*;
 use super::state::State;
 use super::tables::*;
+use super::turn::{TurnLimits, TurnResult};
 use super::NegotiationInput;
 use crate::accountant::Accountant;
 use classad::{ClassAd, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::{BTreeMap, HashMap};
 
 /// Runs one negotiation cycle. Pure and deterministic.
 pub fn negotiate(
@@ -59,16 +57,11 @@ pub fn negotiate(
     c.finish()
 }
 
-enum TurnResult {
-    Done,
-    Resume,
-}
-
-struct Cycle<'a> {
-    tables: Tables<'a>,
-    state: State,
-    caches: Caches,
-    figures: Figures,
+pub(super) struct Cycle<'a> {
+    pub tables: Tables<'a>,
+    pub state: State,
+    pub caches: Caches,
+    pub figures: Figures,
 }
 
 impl<'a> Cycle<'a> {
@@ -111,237 +104,6 @@ impl<'a> Cycle<'a> {
             sb.uncounted = if on { sb.usage - before } else { 0.0 };
         }
         self.caches.clear();
-    }
-
-    /// One submitter's turn in a spin (HTCondor's `negotiate` with one schedd).
-    #[allow(clippy::too_many_arguments)]
-    fn turn(
-        &mut self,
-        sub: usize,
-        neg_group: usize,
-        limit: f64,
-        limit_unclaimed: f64,
-        ceiling_left: f64,
-        ignore_limit: bool,
-        pie_left: &mut f64,
-    ) -> TurnResult {
-        let cfg = self.tables.cfg;
-        let mut used = 0.0;
-        let mut used_unclaimed = 0.0;
-        let mut failed_acs: HashSet<usize> = HashSet::new();
-        let mut failed_clusters: HashSet<i64> = HashSet::new();
-        let mut limited = false;
-        let mut only_rank = false;
-        // HTCondor's MatchList cache: the autocluster (and only-rank flag) of the previous
-        // request that reached matchmaking in this turn. See `cached` below.
-        let mut match_list: Option<(usize, bool)> = None;
-        let job_ids = self.tables.subs[sub].jobs.clone();
-        if self.tables.volatile {
-            self.caches.clear();
-        }
-        for k in job_ids {
-            if self.state.job_done[k] {
-                continue;
-            }
-            // HTCondor 23.9.6 negotiate(): over the submitter limit, the first spin with
-            // NEGOTIATOR_CONSIDER_PREEMPTION (negotiateWithGroup's ignore_submitter_limit)
-            // keeps going with only_consider_startd_rank; later spins stop. limitUsed only
-            // grows, so once set the flag stays for the rest of the turn.
-            if used >= limit {
-                if ignore_limit {
-                    only_rank = true;
-                } else {
-                    self.figures.subs[sub].limited_by = LimitedBy::Share;
-                    return TurnResult::Resume;
-                }
-            }
-            if used >= ceiling_left {
-                self.figures.subs[sub].limited_by = LimitedBy::Ceiling;
-                return TurnResult::Resume;
-            }
-            let (ac, cluster) = (self.tables.jobs[k].ac, self.tables.jobs[k].cluster);
-            if failed_acs.contains(&ac) {
-                continue;
-            }
-            if !cfg.negotiate_all_jobs_in_cluster && failed_clusters.contains(&cluster) {
-                continue;
-            }
-            self.figures.jobs_considered += 1;
-            match &self.tables.jobs[k].limits {
-                JobLimits::Invalid(e) => {
-                    let e = e.clone();
-                    self.reject(k, e);
-                    failed_acs.insert(ac);
-                    continue;
-                }
-                JobLimits::Fixed(v) => {
-                    if let Some(n) = self.state.limit_usage.rejects(v, cfg) {
-                        self.reject(k, format!("concurrency limit {n} reached"));
-                        self.figures.subs[sub].limits_rejected = Some(n);
-                        failed_acs.insert(ac);
-                        continue;
-                    }
-                }
-                _ => {}
-            }
-            let job = self
-                .caches
-                .job_view(&self.tables, &self.state, ac, neg_group);
-            // matchmakingAlgorithm answers a request of the same autocluster (same submitter,
-            // same only_for_startdrank) from the sorted MatchList it built for the previous
-            // one, and that cached path checks the submitter limit differently: any
-            // preempting candidate (rank included) needs SubmitterLimitPermits on
-            // (limitUsed, submitterLimit) or, failing that, on the unclaimed pair. The first
-            // request of an autocluster (a fresh scan) never limits rank preemption.
-            let cached = match_list == Some((ac, only_rank));
-            match_list = Some((ac, only_rank));
-            let ask = Ask {
-                k,
-                ac,
-                sub,
-                job: &job,
-                budget: Budget {
-                    used,
-                    limit,
-                    used_unclaimed,
-                    limit_unclaimed,
-                },
-                only_rank,
-                cached,
-            };
-            let Choice {
-                si,
-                reason,
-                cost,
-                req,
-                limits,
-            } = match self.caches.pick(&self.tables, &self.state, &ask) {
-                Ok(choice) => choice,
-                Err(miss) => {
-                    let why = if miss.limit {
-                        "submitter limit exceeded".to_string()
-                    } else if let Some(n) = &miss.concurrency {
-                        format!("concurrency limit {n} reached")
-                    } else {
-                        "no match found".to_string()
-                    };
-                    self.reject(k, why);
-                    if miss.limit {
-                        limited = true;
-                    }
-                    if let Some(n) = miss.concurrency {
-                        self.figures.subs[sub].limits_rejected = Some(n);
-                    }
-                    failed_acs.insert(ac);
-                    failed_clusters.insert(cluster);
-                    continue;
-                }
-            };
-            self.make_match(k, sub, neg_group, si, reason, cost, req, limits);
-            used += cost;
-            if reason == MatchReason::NoPreemption {
-                used_unclaimed += cost;
-            }
-            *pie_left -= cost;
-        }
-        if limited || used >= limit {
-            self.figures.subs[sub].limited_by = LimitedBy::Share;
-            TurnResult::Resume
-        } else {
-            TurnResult::Done
-        }
-    }
-
-    fn reject(&mut self, k: usize, why: String) {
-        let j = &self.tables.jobs[k];
-        self.figures.rejections_count += 1;
-        self.figures.rejections.insert((j.cluster, j.proc), why);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn make_match(
-        &mut self,
-        k: usize,
-        sub: usize,
-        neg_group: usize,
-        si: usize,
-        reason: MatchReason,
-        cost: f64,
-        req: Request,
-        limits: Vec<(String, f64)>,
-    ) {
-        let t = &self.tables;
-        let st = &mut self.state;
-        let fig = &mut self.figures;
-        let job = &t.jobs[k];
-        st.job_done[k] = true;
-        let jobid = format!("{}.{}", job.cluster, job.proc);
-        fig.rejections.remove(&(job.cluster, job.proc));
-        let mut preempts = None;
-        let carved;
-        let info = &t.slots[si];
-        if info.pslot {
-            let s = &mut st.slots[si];
-            let left =
-                |n: &str, used: f64, ad: &ClassAd| (eval_num(ad, n).unwrap_or(0.0) - used).max(0.0);
-            let (c, m, d) = (
-                left("Cpus", req.0, &s.ad),
-                left("Memory", req.1, &s.ad),
-                left("Disk", req.2, &s.ad),
-            );
-            s.ad.insert_value("Cpus", num_value(c));
-            s.ad.insert_value("Memory", num_value(m));
-            s.ad.insert_value("Disk", num_value(d));
-            carved = Some(req);
-            let old = s.class;
-            let class = st.classes.intern(&s.ad, &t.names, 1);
-            s.class = class;
-            if class != old {
-                Rc::make_mut(&mut st.class_members[old]).retain(|&x| x as usize != si);
-                if st.class_members.len() <= class {
-                    st.class_members.resize(class + 1, Rc::default());
-                }
-                Rc::make_mut(&mut st.class_members[class]).push(si as u32);
-            }
-            if c <= 0.0 {
-                st.slots[si].taken = true;
-            }
-        } else {
-            carved = None;
-            st.slots[si].taken = true;
-            if let Some(r) = info.remote {
-                preempts = Some(t.subs[r].name.clone());
-                let w = info.weight;
-                st.subs[r].usage = (st.subs[r].usage - w).max(0.0);
-                let g = t.subs[r].group;
-                st.groups.nodes[g].usage = (st.groups.nodes[g].usage - w).max(0.0);
-                fig.subs[r].preempted += 1;
-                st.limit_usage.remove(&info.running_limits);
-            }
-        }
-        st.limit_usage.add(&limits);
-        st.subs[sub].usage += cost;
-        let f = &mut fig.subs[sub];
-        f.matched += 1;
-        f.matched_weight += cost;
-        let g = t.subs[sub].group;
-        st.groups.nodes[g].usage += cost;
-        fig.matches.push(Match {
-            job: jobid,
-            job_index: job.index,
-            autocluster: job.ac,
-            submitter: t.subs[sub].name.clone(),
-            negotiating_group: st.groups.nodes[neg_group].name.clone(),
-            slot: info.name.clone(),
-            slot_index: info.input,
-            reason,
-            preempts,
-            weight: cost,
-            carved,
-        });
-        if t.volatile {
-            self.caches.clear_job_views();
-        }
     }
 
     /// HTCondor's `negotiateWithGroup`: pie spins over `subs`, limited to `group_quota`.
@@ -458,15 +220,13 @@ impl<'a> Cycle<'a> {
                     self.figures.subs[s].limited_by = LimitedBy::Ceiling;
                     TurnResult::Done
                 } else {
-                    let r = self.turn(
-                        s,
-                        neg_group,
+                    let lim = TurnLimits {
                         limit,
-                        unclaimed,
+                        limit_unclaimed: unclaimed,
                         ceiling_left,
                         ignore_limit,
-                        &mut pie_left,
-                    );
+                    };
+                    let r = self.turn(s, neg_group, lim, &mut pie_left);
                     let f = &mut self.figures.subs[s];
                     if matches!(r, TurnResult::Done) && !self.state.has_idle(&self.tables, s) {
                         f.limited_by = LimitedBy::Nothing;
@@ -765,13 +525,5 @@ impl<'a> Cycle<'a> {
             st_.insert(format!("LastNegotiationCycle{name}0"), value);
         }
         out
-    }
-}
-
-fn num_value(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9e15 {
-        Value::Int(v as i64)
-    } else {
-        Value::Real(v)
     }
 }

@@ -6,7 +6,9 @@
 //! SubmitterLimit); publishNegotiationCycleStats turns them into the negotiator ad's
 //! attributes. Nothing here is read back by matchmaking except where a submitter's figures
 //! decide what it is reported as limited by.
+use super::candidates::Choice;
 use super::outcome::{LimitedBy, Match};
+use super::tables::Tables;
 use std::collections::BTreeMap;
 
 /// The cycle's figures.
@@ -57,5 +59,49 @@ impl Default for Tally {
             limited_by: LimitedBy::NoIdleJobs,
             limits_rejected: None,
         }
+    }
+}
+
+impl Figures {
+    /// Counts a request of job `k` that found no slot, and why.
+    pub fn reject(&mut self, t: &Tables, k: usize, why: String) {
+        let j = &t.jobs[k];
+        self.rejections_count += 1;
+        self.rejections.insert((j.cluster, j.proc), why);
+    }
+
+    /// Records the match of job `k` of submitter `sub`, negotiating under
+    /// `negotiating_group`, with the chosen slot (which preempted submitter `preempted`).
+    pub fn record_match(
+        &mut self,
+        t: &Tables,
+        k: usize,
+        sub: usize,
+        negotiating_group: &str,
+        choice: Choice,
+        preempted: Option<usize>,
+    ) {
+        let job = &t.jobs[k];
+        let info = &t.slots[choice.si];
+        self.rejections.remove(&(job.cluster, job.proc));
+        if let Some(r) = preempted {
+            self.subs[r].preempted += 1;
+        }
+        let f = &mut self.subs[sub];
+        f.matched += 1;
+        f.matched_weight += choice.cost;
+        self.matches.push(Match {
+            job: format!("{}.{}", job.cluster, job.proc),
+            job_index: job.index,
+            autocluster: job.ac,
+            submitter: t.subs[sub].name.clone(),
+            negotiating_group: negotiating_group.to_string(),
+            slot: info.name.clone(),
+            slot_index: info.input,
+            reason: choice.reason,
+            preempts: preempted.map(|r| t.subs[r].name.clone()),
+            weight: choice.cost,
+            carved: info.pslot.then_some(choice.req),
+        });
     }
 }

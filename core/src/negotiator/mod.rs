@@ -21,6 +21,7 @@ mod prep;
 mod scan;
 mod state;
 mod tables;
+mod turn;
 
 pub use config::{ConfigError, GroupConfig, GroupQuota, NegotiatorConfig};
 pub use cycle::negotiate;

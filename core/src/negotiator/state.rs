@@ -8,11 +8,13 @@
 //! the group quota checks of negotiateWithGroup and the `*ResourcesInUse` attributes see it).
 //! Here it is one value, changed only by [`State::take`] (a match) and the autoregroup round's
 //! bookkeeping; [`super::tables::Tables`] holds what never changes.
+use super::candidates::Choice;
 use super::groups::GroupTree;
 use super::keys::Interner;
 use super::limits::LimitUsage;
+use super::scan::eval_num;
 use super::tables::Tables;
-use classad::ClassAd;
+use classad::{ClassAd, Value};
 use std::rc::Rc;
 
 /// The changing part of the cycle.
@@ -67,5 +69,67 @@ impl State {
     /// Has submitter `sub` an idle job not matched yet?
     pub fn has_idle(&self, t: &Tables, sub: usize) -> bool {
         t.subs[sub].jobs.iter().any(|&k| !self.job_done[k])
+    }
+
+    /// Job `k` of submitter `sub` takes the chosen slot. A static slot is taken, and a
+    /// preempted user loses its weight of usage (as does its group) and the concurrency limits
+    /// its job held; a partitionable slot is carved (what is left stays, in the class it now
+    /// belongs to) and is used up when no cpu is left. The match's cost counts as the
+    /// submitter's and its group's usage, its limits as in use. Returns the preempted user.
+    pub fn take(&mut self, t: &Tables, k: usize, sub: usize, choice: &Choice) -> Option<usize> {
+        let (si, cost, req) = (choice.si, choice.cost, choice.req);
+        self.job_done[k] = true;
+        let info = &t.slots[si];
+        let mut preempted = None;
+        if info.pslot {
+            let s = &mut self.slots[si];
+            let left =
+                |n: &str, used: f64, ad: &ClassAd| (eval_num(ad, n).unwrap_or(0.0) - used).max(0.0);
+            let (c, m, d) = (
+                left("Cpus", req.0, &s.ad),
+                left("Memory", req.1, &s.ad),
+                left("Disk", req.2, &s.ad),
+            );
+            s.ad.insert_value("Cpus", num_value(c));
+            s.ad.insert_value("Memory", num_value(m));
+            s.ad.insert_value("Disk", num_value(d));
+            let old = s.class;
+            let class = self.classes.intern(&s.ad, &t.names, 1);
+            s.class = class;
+            if class != old {
+                Rc::make_mut(&mut self.class_members[old]).retain(|&x| x as usize != si);
+                if self.class_members.len() <= class {
+                    self.class_members.resize(class + 1, Rc::default());
+                }
+                Rc::make_mut(&mut self.class_members[class]).push(si as u32);
+            }
+            if c <= 0.0 {
+                self.slots[si].taken = true;
+            }
+        } else {
+            self.slots[si].taken = true;
+            if let Some(r) = info.remote {
+                preempted = Some(r);
+                let w = info.weight;
+                self.subs[r].usage = (self.subs[r].usage - w).max(0.0);
+                let g = t.subs[r].group;
+                self.groups.nodes[g].usage = (self.groups.nodes[g].usage - w).max(0.0);
+                self.limit_usage.remove(&info.running_limits);
+            }
+        }
+        self.limit_usage.add(&choice.limits);
+        self.subs[sub].usage += cost;
+        let g = t.subs[sub].group;
+        self.groups.nodes[g].usage += cost;
+        preempted
+    }
+}
+
+/// A carved resource's new value: an integer when it is one (as the startd advertises it).
+fn num_value(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        Value::Int(v as i64)
+    } else {
+        Value::Real(v)
     }
 }
