@@ -12,6 +12,7 @@
 //! * a group that does not accept surplus caps the usage of its whole subtree at its quota.
 use super::config::{GroupQuota, NegotiatorConfig};
 use crate::accountant::ROOT_GROUP;
+use classad::{ClassAd, Expr, Value};
 
 #[derive(Clone, Debug)]
 pub(crate) struct GroupNode {
@@ -308,6 +309,62 @@ impl GroupTree {
                 *surplus = 0.0;
             }
         }
+    }
+
+    /// One allocation (hgq_negotiate_with_all_groups' round): allocations recomputed from the
+    /// demand left, fair share then surplus. Returns the total allocated.
+    pub fn allocate(&mut self) -> f64 {
+        for n in &mut self.nodes {
+            n.allocated = 0.0;
+            n.subtree_requested = 0.0;
+        }
+        self.fairshare(0);
+        let mut allocated_total = 0.0;
+        for n in &self.nodes {
+            allocated_total += n.allocated;
+        }
+        allocated_total
+    }
+
+    /// The order groups negotiate in: ascending `GROUP_SORT_EXPR`, evaluated against an ad
+    /// of the group's `AccountingGroup`, `GroupQuota`, `GroupResourcesAllocated` and
+    /// `GroupResourcesInUse` (undefined or not a number sorts last, as HTCondor's FLT_MAX
+    /// does); ties in tree order. Each group keeps its key for the outcome.
+    pub fn negotiation_order(&mut self, sort_expr: Option<&Expr>) -> Vec<usize> {
+        for n in &mut self.nodes {
+            let mut ad = ClassAd::new();
+            ad.insert_value("AccountingGroup", Value::str(&n.name));
+            ad.insert_value("GroupQuota", Value::Real(n.quota));
+            ad.insert_value("GroupResourcesAllocated", Value::Real(n.allocated));
+            ad.insert_value("GroupResourcesInUse", Value::Real(n.usage));
+            let v = sort_expr.and_then(|e| ad.eval_expr(e).as_number());
+            n.sort_key = v.unwrap_or(f32::MAX as f64);
+        }
+        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&self.nodes[a], &self.nodes[b]);
+            x.sort_key
+                .partial_cmp(&y.sort_key)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.cmp(&b))
+        });
+        order
+    }
+
+    /// The end of an allocation round: a group that used less than its allocation asks for
+    /// no more than it uses (the rest goes to others in the next round), one that used it all
+    /// gets its allocation back as demand. Returns the usage counted against allocations.
+    pub fn end_round(&mut self) -> f64 {
+        let mut usage_total = 0.0;
+        for n in &mut self.nodes {
+            usage_total += n.usage.min(n.allocated);
+            if n.usage < n.allocated {
+                n.requested = n.usage;
+            } else {
+                n.requested += n.allocated;
+            }
+        }
+        usage_total
     }
 
     /// Recomputes every group's subtree usage from the direct usages.

@@ -17,6 +17,7 @@ mod keys;
 pub mod limits;
 mod matchmaking;
 pub mod outcome;
+mod pie;
 mod prep;
 mod scan;
 mod state;
