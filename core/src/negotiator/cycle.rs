@@ -41,7 +41,6 @@ use super::state::State;
 use super::tables::*;
 use super::NegotiationInput;
 use crate::accountant::Accountant;
-use std::collections::BTreeMap;
 
 /// Runs one negotiation cycle. Pure and deterministic.
 pub fn negotiate(
@@ -88,119 +87,8 @@ impl<'a> Cycle<'a> {
         }
     }
 
+    /// The outcome: what was matched, the figures and the statistics.
     fn finish(self) -> Outcome {
-        let Cycle {
-            tables: t,
-            state: st,
-            figures: mut fig,
-            ..
-        } = self;
-        let mut out = Outcome::default();
-        out.matches = std::mem::take(&mut fig.matches);
-        for (s, f) in t.subs.iter().zip(&fig.subs) {
-            if s.idle == 0 && f.matched == 0 {
-                continue;
-            }
-            out.submitters.push(SubmitterFigures {
-                name: s.name.clone(),
-                group: st.groups.nodes[s.group].name.clone(),
-                effective_priority: s.eup,
-                real_priority: s.rup,
-                priority_factor: s.factor,
-                usage_before: s.usage_before,
-                pie_slice: f.pie_slice.unwrap_or(0.0),
-                floor: s.floor,
-                ceiling: s.ceiling,
-                idle_jobs: s.idle,
-                matched: f.matched,
-                matched_weight: f.matched_weight,
-                preempted: f.preempted,
-                limited_by: if s.idle == 0 {
-                    LimitedBy::NoIdleJobs
-                } else {
-                    f.limited_by.clone()
-                },
-            });
-        }
-        out.submitters.sort_by(|a, b| {
-            a.effective_priority
-                .partial_cmp(&b.effective_priority)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.name.cmp(&b.name))
-        });
-        if t.hgq {
-            let by_group = {
-                let mut m: BTreeMap<usize, (usize, f64)> = BTreeMap::new();
-                for x in &out.matches {
-                    if let Some(g) = st.groups.find(&x.negotiating_group) {
-                        let e = m.entry(g).or_insert((0, 0.0));
-                        e.0 += 1;
-                        e.1 += x.weight;
-                    }
-                }
-                m
-            };
-            for (i, n) in st.groups.nodes.iter().enumerate() {
-                let (matched, matched_weight) = by_group.get(&i).copied().unwrap_or((0, 0.0));
-                out.groups.push(GroupFigures {
-                    name: n.name.clone(),
-                    config_quota: n.config_quota,
-                    is_static: n.is_static,
-                    quota: n.quota,
-                    subtree_quota: n.subtree_quota,
-                    allocated: n.allocated,
-                    surplus: (n.allocated - n.quota).max(0.0),
-                    accept_surplus: n.accept_surplus,
-                    requested: n.requested_at_start,
-                    usage_before: t
-                        .subs
-                        .iter()
-                        .filter(|s| s.group == i)
-                        .map(|s| s.usage_before)
-                        .sum(),
-                    matched,
-                    matched_weight,
-                    sort_key: n.sort_key,
-                });
-            }
-        }
-        out.rejections = std::mem::take(&mut fig.rejections)
-            .into_iter()
-            .map(|((c, p), why)| (format!("{c}.{p}"), why))
-            .collect();
-        out.warnings = st.groups.warnings.clone();
-        let st_ = &mut out.stats;
-        let idle: usize = t.subs.iter().map(|s| s.idle).sum();
-        let active = t.subs.iter().filter(|s| s.idle > 0).count();
-        let n_matches = out.matches.len() as f64;
-        for (name, value) in [
-            ("Matches", n_matches),
-            ("Rejections", fig.rejections_count as f64),
-            ("NumIdleJobs", idle as f64),
-            ("NumJobsConsidered", fig.jobs_considered as f64),
-            ("ActiveSubmitterCount", active as f64),
-            ("TotalSlots", fig.total_slot_ads as f64),
-            ("TrimmedSlots", (fig.total_slot_ads - fig.trimmed) as f64),
-            ("CandidateSlots", t.slots.len() as f64),
-            ("SlotShareIter", fig.pie_spins as f64),
-            ("PieSpins", fig.pie_spins as f64),
-            ("Pies", fig.pies as f64),
-            ("NumSchedulers", active as f64),
-            ("Time", t.now as f64),
-            ("End", t.now as f64),
-            (
-                "SubmittersShareLimit",
-                fig.subs
-                    .iter()
-                    .filter(|f| f.limited_by == LimitedBy::Share)
-                    .count() as f64,
-            ),
-            ("Autoclusters", t.acs.len() as f64),
-            ("SlotClasses", st.classes.count as f64),
-            ("MatchRate", n_matches),
-        ] {
-            st_.insert(format!("LastNegotiationCycle{name}0"), value);
-        }
-        out
+        self.figures.into_outcome(&self.tables, &self.state)
     }
 }
