@@ -1,44 +1,63 @@
-//! The negotiation cycle.
+//! The negotiation cycle: [`negotiate`] and the [`Cycle`] its parts work on.
 //!
-//! Steps (HTCondor 23.9.6 matchmaker.cpp):
-//! 1. slots: drop absent and offline ads, ads outside `NEGOTIATOR_SLOT_CONSTRAINT`,
-//!    Claimed/Idle slots, slots still retiring, and (without `NEGOTIATOR_CONSIDER_PREEMPTION`)
-//!    every claimed slot; the pie is the total SlotWeight of what is left (busy slots included);
-//! 2. submitters from the idle jobs, usage from the claimed slots, priorities from the ledger;
-//! 3. without groups: a floor round for submitters below their floor, then the pie spins;
-//!    with groups: quotas, fair share and surplus, then each group in `GROUP_SORT_EXPR` order
-//!    gets its own floor round and pie spins limited to its allocation (up to
-//!    `GROUP_QUOTA_MAX_ALLOCATION_ROUNDS` rounds);
-//! 4. a pie spin: submitters in EUP order; each submitter's limit is
-//!    `share * pie - usage` with `share = (1/EUP) / sum(1/EUP)`; a submitter offers its idle
-//!    jobs in job-priority order; each job takes the best candidate slot (PRE_JOB_RANK, job
-//!    Rank, POST_JOB_RANK, reason, PREEMPTION_RANK), as long as the submitter limit (or, for
-//!    the first match of a spin, "anything left") allows; spins repeat while they make progress.
+//! One cycle is HTCondor 23.9.6's Matchmaker::negotiationTime (matchmaker.cpp) without its
+//! I/O. Its steps, and where each lives:
+//! 1. preparation ([`super::prep`], phases 1 and 2: obtainAdsFromCollector, trimStartdAds,
+//!    sumSlotWeights, compute_significant_attrs, addRemoteUserPrios): slots kept, the pie's
+//!    size, usage from claimed slots, submitters and their idle jobs, slot classes and
+//!    autoclusters;
+//! 2. the pie ([`super::pie`], phase 4): without groups a floor round for the submitters below
+//!    their floor, then the pie spins (negotiateWithGroup); with groups, quotas, fair share and
+//!    surplus ([`super::groups`]), then in each allocation round each group in
+//!    `GROUP_SORT_EXPR` order gets its own floor round and pie spins, limited to its
+//!    allocation (hgq_negotiate_with_all_groups);
+//! 3. a spin gives each submitter, in effective-priority order, a turn ([`super::turn`],
+//!    negotiate()) with its limit: `share * pie - usage`, `share = (1/EUP) / sum(1/EUP)`; the
+//!    turn offers its idle jobs in job-priority order;
+//! 4. each request takes the best candidate slot the limits admit ([`super::candidates`],
+//!    matchmakingAlgorithm; sort keys `NEGOTIATOR_PRE_JOB_RANK`, the job's `Rank`,
+//!    `NEGOTIATOR_POST_JOB_RANK`, preemption state, `PREEMPTION_RANK`), the pair's match,
+//!    ranks and preemption rules being [`super::matchmaking`]'s;
+//! 5. the outcome ([`super::figures`], publishNegotiationCycleStats): matches, per-submitter
+//!    and per-group figures, `LastNegotiationCycle*` statistics.
+//!
+//! The cycle's data is split by how it changes, so that each part says what it may touch:
+//! * [`Tables`]: what preparation builds and nothing changes (slots as found, jobs,
+//!   autoclusters, submitters' priorities, the pie's size);
+//! * [`State`]: what matches change (slots taken or carved, usage of submitters and groups,
+//!   concurrency limits in use, group allocations);
+//! * [`Caches`]: what is remembered only to go faster (pair evaluations per autocluster and
+//!   slot class, candidate lists, job views); dropping them changes nothing but speed;
+//! * [`Figures`]: what is counted for the outcome (matches, rejections, why each submitter
+//!   stopped, the statistics' counters).
 //!
 //! Choices where the manual is silent, as HTCondor does them:
 //! * fractional slices: a submitter may exceed its slice once per spin if it has matched
-//!   nothing yet in that spin (HTCondor's "round up once" rule), so no crumbs are left;
+//!   nothing yet in that spin (HTCondor's "round up once" rule in SubmitterLimitPermits), so
+//!   no crumbs are left;
 //! * a job larger than the remaining slice is skipped in favour of smaller candidate slots;
-//! * startd-rank preemption (HTCondor 23.9.6 negotiateWithGroup / negotiate /
-//!   matchmakingAlgorithm): in the first spin with `NEGOTIATOR_CONSIDER_PREEMPTION` a
-//!   submitter over its limit keeps negotiating with only_consider_startd_rank, offered only
-//!   claimed slots where `MY.Rank > MY.CurrentRank` is true (undefined is not true;
-//!   `PreemptingRank` stands in for `CurrentRank`); the first request of an autocluster (a
-//!   fresh scan) is never held to the submitter limit for such a slot, but further requests of
-//!   the same autocluster are answered from HTCondor's cached MatchList, whose pop holds every
-//!   preempting candidate to the submitter limit or, failing that, the unclaimed limit (see
-//!   `turn`); priority preemption also needs `MY.Rank >= MY.CurrentRank`;
+//! * startd-rank preemption (negotiateWithGroup, negotiate, matchmakingAlgorithm): in the
+//!   first spin with `NEGOTIATOR_CONSIDER_PREEMPTION` a submitter over its limit keeps
+//!   negotiating with only_consider_startd_rank, offered only claimed slots where
+//!   `MY.Rank > MY.CurrentRank` is true (undefined is not true; `PreemptingRank` stands in for
+//!   `CurrentRank`); the first request of an autocluster (a fresh scan) is never held to the
+//!   submitter limit for such a slot, but further requests of the same autocluster are
+//!   answered from HTCondor's cached MatchList, whose pop holds every preempting candidate to
+//!   the submitter limit or, failing that, the unclaimed limit (see
+//!   [`super::matchmaking::Budget::admits`]); priority preemption also needs
+//!   `MY.Rank >= MY.CurrentRank`;
 //! * priority preemption does not itself compare EUPs: `PREEMPTION_REQUIREMENTS` decides
 //!   (HTCondor's default is False, so there is none unless configured);
 //! * a partitionable slot can be matched several times per cycle: each match carves a
-//!   dynamic slot (requests quantized) and the slot stays with what is left.
+//!   dynamic slot (requests quantized) and the slot stays with what is left
+//!   ([`super::state::State::take`]).
 use super::candidates::Caches;
 use super::config::NegotiatorConfig;
 use super::figures::Figures;
-use super::outcome::*;
+use super::outcome::Outcome;
 use super::prep::prepare;
 use super::state::State;
-use super::tables::*;
+use super::tables::Tables;
 use super::NegotiationInput;
 use crate::accountant::Accountant;
 
@@ -54,6 +73,8 @@ pub fn negotiate(
     c.finish()
 }
 
+/// One cycle's data; the steps are `impl Cycle` blocks in [`super::pie`] and
+/// [`super::turn`].
 pub(super) struct Cycle<'a> {
     pub tables: Tables<'a>,
     pub state: State,
@@ -62,6 +83,7 @@ pub(super) struct Cycle<'a> {
 }
 
 impl<'a> Cycle<'a> {
+    /// Prepares a cycle (see [`super::prep`]).
     fn new(
         input: &'a NegotiationInput,
         acct: &'a Accountant,

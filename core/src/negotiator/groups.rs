@@ -1,11 +1,15 @@
 //! Hierarchical group quotas: the tree, quota assignment (static, dynamic, scale-down),
 //! fair-share allocation with bottom-up surplus, and the strict hard-cap check.
 //!
-//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied):
+//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied; hgq_assign_quotas,
+//! hgq_fairshare, hgq_allocate_surplus, strict_enforce_quota, and the allocation round of
+//! hgq_negotiate_with_all_groups whose negotiating part is in [`super::pie`]):
 //! * quotas: a parent's quota is split between its static children (scaled down in
 //!   proportion when they add up to more than the parent and oversubscription is off) and
 //!   its dynamic children (fractions of what the static children leave, normalised when they
-//!   add up to more than 1); a group with no quota configured is dynamic with 0;
+//!   add up to more than 1); HTCondor makes a group with no quota configured dynamic with 0
+//!   (hgq_construct_tree), [`NegotiatorConfig::from_lookup`] gives it a static 0 (the same
+//!   quota, reported as static);
 //! * allocation: each group first gets `min(requested, quota)`; unused quota (surplus) flows
 //!   up and is handed to siblings that accept surplus, first in proportion to their subtree
 //!   quotas, then evenly; the root always redistributes;
@@ -14,24 +18,34 @@ use super::config::{GroupQuota, NegotiatorConfig};
 use crate::accountant::ROOT_GROUP;
 use classad::{ClassAd, Expr, Value};
 
+/// One accounting group (HTCondor's GroupEntry).
 #[derive(Clone, Debug)]
 pub(crate) struct GroupNode {
     pub name: String,
     pub parent: Option<usize>,
     pub children: Vec<usize>,
+    /// The configured quota is static (slot weight) rather than dynamic (a fraction).
     pub is_static: bool,
     pub config_quota: f64,
     pub accept_surplus: bool,
     pub autoregroup: bool,
+    /// The quota assigned down the tree, in slot weight.
     pub quota: f64,
     pub subtree_quota: f64,
+    /// Demand not yet allocated: running plus idle requests at the start, what is left of it
+    /// between allocation rounds.
     pub requested: f64,
+    /// Demand at the start of the cycle (the outcome's "requested").
     pub requested_at_start: f64,
+    /// This round's allocation, surplus included.
     pub allocated: f64,
     pub subtree_requested: f64,
+    /// Weighted slots its submitters use, moved by every match and preemption.
     pub usage: f64,
     pub subtree_usage: f64,
+    /// `GROUP_SORT_EXPR` in the last round.
     pub sort_key: f64,
+    /// Its submitters with idle jobs (indices into the cycle's submitters).
     pub submitters: Vec<usize>,
 }
 
@@ -63,10 +77,13 @@ impl GroupNode {
 #[derive(Clone, Debug)]
 pub(crate) struct GroupTree {
     pub nodes: Vec<GroupNode>,
+    /// Configuration problems met building it.
     pub warnings: Vec<String>,
 }
 
 impl GroupTree {
+    /// The tree of `GROUP_NAMES` (hgq_construct_tree): parents before children, a group whose
+    /// parent is not configured left out with a warning.
     pub fn build(cfg: &NegotiatorConfig) -> Self {
         let mut nodes = vec![GroupNode::new(ROOT_GROUP, None)];
         let mut warnings = Vec::new();

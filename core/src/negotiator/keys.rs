@@ -1,5 +1,12 @@
 //! Keys for grouping ads that matchmaking cannot tell apart: a fast hasher, structural hashes
 //! of expressions, slot classes ([`Interner`]) and autoclusters ([`AcTable`]).
+//!
+//! Autoclusters are HTCondor's: the schedd groups a submitter's jobs that agree on every
+//! significant attribute (the names the negotiator's compute_significant_attrs reports) and
+//! the negotiator answers one request per autocluster the same way. Slot classes are Aerie's
+//! own: HTCondor's matchmakingAlgorithm evaluates every startd ad for each request, while
+//! slots that agree on every significant attribute match and rank alike, so
+//! [`super::candidates`] evaluates a pair once per (autocluster, class).
 use classad::{ClassAd, Expr, Value};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

@@ -1,6 +1,7 @@
-//! One pass over a job or slot ad: each attribute is classified as it is iterated (a job
-//! field, a significant name, both or neither) instead of being looked up name by name, so
-//! that every ad's scattered attributes are read once per cycle.
+//! Reading ads: one pass over a job or slot ad, where each attribute is classified as it is
+//! iterated (a job field, a significant name, both or neither) instead of being looked up
+//! name by name, so that every ad's scattered attributes are read once per cycle; and the
+//! readers of single attributes (pre-hashed names, literals borrowed rather than evaluated).
 use super::keys::{hash_expr, FxHasher};
 use classad::{ClassAd, Expr, Value};
 use std::borrow::Cow;
