@@ -153,36 +153,21 @@ impl Caches {
         ad
     }
 
-    /// The evaluation of autocluster `ac` (as `job`) with slot `si`'s class.
-    fn pair(
-        &mut self,
-        t: &Tables,
-        st: &State,
-        ac: usize,
-        job: &ClassAd,
-        si: usize,
-    ) -> Option<PairEval> {
-        let key = (ac, st.slots[si].class);
+    /// The evaluation of the request's autocluster with slot `si`'s class.
+    fn pair(&mut self, t: &Tables, st: &State, ask: &Ask, si: usize) -> Option<PairEval> {
+        let key = (ask.ac, st.slots[si].class);
         if let Some(v) = self.pairs.get(&key) {
             return *v;
         }
-        let v = eval_pair(t, st, job, si);
+        let v = eval_pair(t, st, ask.job, si);
         self.pairs.insert(key, v);
         v
     }
 
-    /// Slot `si` as a one-slot bucket for `sub`'s job, if it matches and may be taken.
-    fn candidate(
-        &mut self,
-        t: &Tables,
-        st: &State,
-        ac: usize,
-        job: &ClassAd,
-        sub: usize,
-        si: usize,
-    ) -> Option<Bucket> {
-        let pe = self.pair(t, st, ac, job, si)?;
-        let (reason, prank) = preempt_state(t, st, job, sub, si, &pe)?;
+    /// Slot `si` as a one-slot bucket for the request, if it matches and may be taken.
+    fn candidate(&mut self, t: &Tables, st: &State, ask: &Ask, si: usize) -> Option<Bucket> {
+        let pe = self.pair(t, st, ask, si)?;
+        let (reason, prank) = preempt_state(t, st, ask.job, ask.sub, si, &pe)?;
         Some(Bucket {
             keys: [pe.pre, pe.job_rank, pe.post, reason as u8 as f64, prank],
             class: st.slots[si].class,
@@ -191,15 +176,8 @@ impl Caches {
         })
     }
 
-    /// Every slot autocluster `ac` may take, in buckets, best first.
-    fn build(
-        &mut self,
-        t: &Tables,
-        st: &State,
-        ac: usize,
-        job: &ClassAd,
-        sub: usize,
-    ) -> Vec<Bucket> {
+    /// Every slot the request's autocluster may take, in buckets, best first.
+    fn build(&mut self, t: &Tables, st: &State, ask: &Ask) -> Vec<Bucket> {
         let mut out = Vec::new();
         let n_classes = st.class_members.len();
         if self.class_first.len() < n_classes {
@@ -228,7 +206,7 @@ impl Caches {
             let Some(&rep) = members.get(cursor) else {
                 continue;
             };
-            if let Some(pe) = self.pair(t, st, ac, job, rep as usize) {
+            if let Some(pe) = self.pair(t, st, ask, rep as usize) {
                 let keys = [
                     pe.pre,
                     pe.job_rank,
@@ -249,7 +227,7 @@ impl Caches {
             if st.slots[si].taken {
                 continue;
             }
-            if let Some(b) = self.candidate(t, st, ac, job, sub, si) {
+            if let Some(b) = self.candidate(t, st, ask, si) {
                 out.push(b);
             }
         }
@@ -265,9 +243,9 @@ impl Caches {
     /// skipping slots taken since, re-sorting carved partitionable slots, and passing over
     /// candidates the budget or a concurrency limit turns away.
     pub fn pick(&mut self, t: &Tables, st: &State, ask: &Ask) -> Result<Choice, Miss> {
-        let (ac, sub, job) = (ask.ac, ask.sub, ask.job);
+        let (ac, job) = (ask.ac, ask.job);
         if !self.lists.contains_key(&ac) {
-            let l = self.build(t, st, ac, job, sub);
+            let l = self.build(t, st, ask);
             self.lists.insert(ac, l);
         }
         let mut miss = Miss {
@@ -304,7 +282,7 @@ impl Caches {
                     // A partitionable slot was carved since the list was built: take it out
                     // and put it back where its new keys sort.
                     Rc::make_mut(&mut list[bi].slots).remove(idx);
-                    if let Some(fresh) = self.candidate(t, st, ac, job, sub, si) {
+                    if let Some(fresh) = self.candidate(t, st, ask, si) {
                         let at = list[bi + 1..]
                             .iter()
                             .position(|x| keys_cmp(&x.keys, &fresh.keys) == Ordering::Less)
@@ -314,7 +292,7 @@ impl Caches {
                     }
                     continue;
                 }
-                let Some(pe) = self.pair(t, st, ac, job, si) else {
+                let Some(pe) = self.pair(t, st, ask, si) else {
                     idx += 1;
                     continue;
                 };
