@@ -20,7 +20,7 @@
 //! [`super::keys`]), so [`super::candidates`] caches it per (autocluster, class); the
 //! preemption rules read the slot's own `CurrentRank` and user, so they are evaluated per slot.
 use super::outcome::MatchReason;
-use super::scan::eval_num;
+use super::scan::{eval_num, HName};
 use super::state::State;
 use super::tables::Tables;
 use classad::{ClassAd, Expr, Value};
@@ -202,8 +202,9 @@ pub(super) fn match_cost(t: &Tables, st: &State, si: usize, req: Request) -> f64
     if !t.cfg.use_slot_weights {
         return 1.0;
     }
+    static SLOT_WEIGHT: std::sync::OnceLock<HName> = std::sync::OnceLock::new();
     let ad = &st.slots[si].ad;
-    match ad.lookup("SlotWeight") {
+    match ad.lookup_by_name(SLOT_WEIGHT.get_or_init(|| HName::new("SlotWeight"))) {
         Some(e) => {
             let mut d = ad.clone();
             d.insert_value("Cpus", Value::Real(req.0));
