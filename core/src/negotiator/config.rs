@@ -37,7 +37,9 @@ pub struct GroupConfig {
 /// A group's configured quota.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum GroupQuota {
+    /// `GROUP_QUOTA_<g>`: an amount of slot weight.
     Static(f64),
+    /// `GROUP_QUOTA_DYNAMIC_<g>`: a fraction of the parent's quota.
     Dynamic(f64),
 }
 
@@ -45,28 +47,47 @@ pub enum GroupQuota {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("configuration knob {knob}: {message}")]
 pub struct ConfigError {
+    /// The knob whose value is wrong.
     pub knob: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
 /// Every knob the negotiation cycle reads.
 #[derive(Clone, Debug)]
 pub struct NegotiatorConfig {
+    /// The accountant's knobs (`PRIORITY_HALFLIFE`, priority factors, group names...).
     pub accountant: AccountantParams,
+    /// `NEGOTIATOR_SLOT_CONSTRAINT`: slots outside it are not negotiated (none by default).
     pub slot_constraint: Option<Expr>,
+    /// `NEGOTIATOR_CONSIDER_PREEMPTION` (true): claimed slots are candidates.
     pub consider_preemption: bool,
+    /// `NEGOTIATOR_PRE_JOB_RANK` (see [`DEFAULT_PRE_JOB_RANK`]); `None` sorts as `-FLT_MAX`.
     pub pre_job_rank: Option<Expr>,
+    /// `NEGOTIATOR_POST_JOB_RANK` (see [`DEFAULT_POST_JOB_RANK`]).
     pub post_job_rank: Option<Expr>,
+    /// `PREEMPTION_REQUIREMENTS` (False): must hold for priority preemption.
     pub preemption_requirements: Option<Expr>,
+    /// `PREEMPTION_RANK` (see [`DEFAULT_PREEMPTION_RANK`]): orders preemption candidates.
     pub preemption_rank: Option<Expr>,
+    /// `PREEMPTION_REQUIREMENTS_STABLE` (true). Read, not used by the cycle yet.
     pub preemption_requirements_stable: bool,
+    /// `PREEMPTION_RANK_STABLE` (true). Read, not used by the cycle yet.
     pub preemption_rank_stable: bool,
+    /// `NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION`: static quotas that add up to more than
+    /// their parent are not scaled down.
     pub allow_quota_oversubscription: bool,
+    /// `NEGOTIATE_ALL_JOBS_IN_CLUSTER` (false): a rejected job does not end its cluster's turn.
     pub negotiate_all_jobs_in_cluster: bool,
+    /// `NEGOTIATOR_USE_SLOT_WEIGHTS` (true): slots count by `SlotWeight` (else `Cpus`), not 1.
     pub use_slot_weights: bool,
+    /// `GROUP_NAMES` with each group's quota and flags, in configured order.
     pub groups: Vec<GroupConfig>,
+    /// `GROUP_SORT_EXPR` (see [`DEFAULT_GROUP_SORT_EXPR`]): groups negotiate in ascending order.
     pub group_sort_expr: Option<Expr>,
+    /// `GROUP_ACCEPT_SURPLUS` (false): the default of every group's `GROUP_ACCEPT_SURPLUS_<g>`.
     pub accept_surplus: bool,
+    /// `GROUP_AUTOREGROUP` (false): the default of every group's `GROUP_AUTOREGROUP_<g>`.
     pub autoregroup: bool,
     /// `NEGOTIATOR_CROSS_SLOT_PRIOS` (false): publish `slot<N>_RemoteUserPrio` and its
     /// companions for every slot N of a machine's ads (`TotalSlots`), as HTCondor does.
@@ -86,9 +107,11 @@ pub struct NegotiatorConfig {
     /// Quantization of RequestCpus / RequestMemory / RequestDisk when carving dynamic slots
     /// (the startd's `MODIFY_REQUEST_EXPR_REQUEST*` defaults: 1, 128, 1024).
     pub quantize_cpus: f64,
+    /// Quantization of `RequestMemory` (MB).
     pub quantize_memory: f64,
+    /// Quantization of `RequestDisk` (KB).
     pub quantize_disk: f64,
-    /// `NEGOTIATOR_NAME`-style label for statistics (optional).
+    /// `NEGOTIATOR_NAME`-style label for statistics (optional; not used by the cycle yet).
     pub name: Option<String>,
 }
 
@@ -171,42 +194,52 @@ impl NegotiatorConfig {
             ..Default::default()
         }
     }
+    /// With `NEGOTIATOR_PRE_JOB_RANK = e`.
     pub fn with_pre_job_rank(mut self, e: &str) -> Result<Self, ConfigError> {
         self.pre_job_rank = Some(parse_knob("NEGOTIATOR_PRE_JOB_RANK", e)?);
         Ok(self)
     }
+    /// With `NEGOTIATOR_POST_JOB_RANK = e`.
     pub fn with_post_job_rank(mut self, e: &str) -> Result<Self, ConfigError> {
         self.post_job_rank = Some(parse_knob("NEGOTIATOR_POST_JOB_RANK", e)?);
         Ok(self)
     }
+    /// With `PREEMPTION_REQUIREMENTS = e`.
     pub fn with_preemption_requirements(mut self, e: &str) -> Result<Self, ConfigError> {
         self.preemption_requirements = Some(parse_knob("PREEMPTION_REQUIREMENTS", e)?);
         Ok(self)
     }
+    /// With `PREEMPTION_RANK = e`.
     pub fn with_preemption_rank(mut self, e: &str) -> Result<Self, ConfigError> {
         self.preemption_rank = Some(parse_knob("PREEMPTION_RANK", e)?);
         Ok(self)
     }
+    /// With `NEGOTIATOR_SLOT_CONSTRAINT = e`.
     pub fn with_slot_constraint(mut self, e: &str) -> Result<Self, ConfigError> {
         self.slot_constraint = Some(parse_knob("NEGOTIATOR_SLOT_CONSTRAINT", e)?);
         Ok(self)
     }
+    /// With `GROUP_SORT_EXPR = e`.
     pub fn with_group_sort_expr(mut self, e: &str) -> Result<Self, ConfigError> {
         self.group_sort_expr = Some(parse_knob("GROUP_SORT_EXPR", e)?);
         Ok(self)
     }
+    /// With `NEGOTIATOR_CONSIDER_PREEMPTION = on`.
     pub fn with_consider_preemption(mut self, on: bool) -> Self {
         self.consider_preemption = on;
         self
     }
+    /// With `NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION = on`.
     pub fn with_oversubscription(mut self, on: bool) -> Self {
         self.allow_quota_oversubscription = on;
         self
     }
+    /// With `NEGOTIATE_ALL_JOBS_IN_CLUSTER = on`.
     pub fn with_negotiate_all_jobs_in_cluster(mut self, on: bool) -> Self {
         self.negotiate_all_jobs_in_cluster = on;
         self
     }
+    /// With `GROUP_ACCEPT_SURPLUS = on`, for the groups already added too.
     pub fn with_accept_surplus(mut self, on: bool) -> Self {
         self.accept_surplus = on;
         for g in &mut self.groups {
@@ -231,10 +264,12 @@ impl NegotiatorConfig {
             .insert(name.to_ascii_lowercase(), value);
         self
     }
+    /// With `CONCURRENCY_LIMIT_DEFAULT = value`.
     pub fn with_limit_default(mut self, value: f64) -> Self {
         self.concurrency_limit_default = value;
         self
     }
+    /// With `CONCURRENCY_LIMIT_DEFAULT_<set> = value`.
     pub fn with_set_default(mut self, set: &str, value: f64) -> Self {
         self.concurrency_limit_set_defaults
             .insert(set.to_ascii_lowercase(), value);

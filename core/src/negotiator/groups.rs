@@ -1,36 +1,51 @@
 //! Hierarchical group quotas: the tree, quota assignment (static, dynamic, scale-down),
 //! fair-share allocation with bottom-up surplus, and the strict hard-cap check.
 //!
-//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied):
+//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied; hgq_assign_quotas,
+//! hgq_fairshare, hgq_allocate_surplus, strict_enforce_quota, and the allocation round of
+//! hgq_negotiate_with_all_groups whose negotiating part is in [`super::pie`]):
 //! * quotas: a parent's quota is split between its static children (scaled down in
 //!   proportion when they add up to more than the parent and oversubscription is off) and
 //!   its dynamic children (fractions of what the static children leave, normalised when they
-//!   add up to more than 1); a group with no quota configured is dynamic with 0;
+//!   add up to more than 1); HTCondor makes a group with no quota configured dynamic with 0
+//!   (hgq_construct_tree), [`NegotiatorConfig::from_lookup`] gives it a static 0 (the same
+//!   quota, reported as static);
 //! * allocation: each group first gets `min(requested, quota)`; unused quota (surplus) flows
 //!   up and is handed to siblings that accept surplus, first in proportion to their subtree
 //!   quotas, then evenly; the root always redistributes;
 //! * a group that does not accept surplus caps the usage of its whole subtree at its quota.
 use super::config::{GroupQuota, NegotiatorConfig};
 use crate::accountant::ROOT_GROUP;
+use classad::{ClassAd, Expr, Value};
 
+/// One accounting group (HTCondor's GroupEntry).
 #[derive(Clone, Debug)]
 pub(crate) struct GroupNode {
     pub name: String,
     pub parent: Option<usize>,
     pub children: Vec<usize>,
+    /// The configured quota is static (slot weight) rather than dynamic (a fraction).
     pub is_static: bool,
     pub config_quota: f64,
     pub accept_surplus: bool,
     pub autoregroup: bool,
+    /// The quota assigned down the tree, in slot weight.
     pub quota: f64,
     pub subtree_quota: f64,
+    /// Demand not yet allocated: running plus idle requests at the start, what is left of it
+    /// between allocation rounds.
     pub requested: f64,
+    /// Demand at the start of the cycle (the outcome's "requested").
     pub requested_at_start: f64,
+    /// This round's allocation, surplus included.
     pub allocated: f64,
     pub subtree_requested: f64,
+    /// Weighted slots its submitters use, moved by every match and preemption.
     pub usage: f64,
     pub subtree_usage: f64,
+    /// `GROUP_SORT_EXPR` in the last round.
     pub sort_key: f64,
+    /// Its submitters with idle jobs (indices into the cycle's submitters).
     pub submitters: Vec<usize>,
 }
 
@@ -62,10 +77,13 @@ impl GroupNode {
 #[derive(Clone, Debug)]
 pub(crate) struct GroupTree {
     pub nodes: Vec<GroupNode>,
+    /// Configuration problems met building it.
     pub warnings: Vec<String>,
 }
 
 impl GroupTree {
+    /// The tree of `GROUP_NAMES` (hgq_construct_tree): parents before children, a group whose
+    /// parent is not configured left out with a warning.
     pub fn build(cfg: &NegotiatorConfig) -> Self {
         let mut nodes = vec![GroupNode::new(ROOT_GROUP, None)];
         let mut warnings = Vec::new();
@@ -308,6 +326,62 @@ impl GroupTree {
                 *surplus = 0.0;
             }
         }
+    }
+
+    /// One allocation (hgq_negotiate_with_all_groups' round): allocations recomputed from the
+    /// demand left, fair share then surplus. Returns the total allocated.
+    pub fn allocate(&mut self) -> f64 {
+        for n in &mut self.nodes {
+            n.allocated = 0.0;
+            n.subtree_requested = 0.0;
+        }
+        self.fairshare(0);
+        let mut allocated_total = 0.0;
+        for n in &self.nodes {
+            allocated_total += n.allocated;
+        }
+        allocated_total
+    }
+
+    /// The order groups negotiate in: ascending `GROUP_SORT_EXPR`, evaluated against an ad
+    /// of the group's `AccountingGroup`, `GroupQuota`, `GroupResourcesAllocated` and
+    /// `GroupResourcesInUse` (undefined or not a number sorts last, as HTCondor's FLT_MAX
+    /// does); ties in tree order. Each group keeps its key for the outcome.
+    pub fn negotiation_order(&mut self, sort_expr: Option<&Expr>) -> Vec<usize> {
+        for n in &mut self.nodes {
+            let mut ad = ClassAd::new();
+            ad.insert_value("AccountingGroup", Value::str(&n.name));
+            ad.insert_value("GroupQuota", Value::Real(n.quota));
+            ad.insert_value("GroupResourcesAllocated", Value::Real(n.allocated));
+            ad.insert_value("GroupResourcesInUse", Value::Real(n.usage));
+            let v = sort_expr.and_then(|e| ad.eval_expr(e).as_number());
+            n.sort_key = v.unwrap_or(f32::MAX as f64);
+        }
+        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&self.nodes[a], &self.nodes[b]);
+            x.sort_key
+                .partial_cmp(&y.sort_key)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.cmp(&b))
+        });
+        order
+    }
+
+    /// The end of an allocation round: a group that used less than its allocation asks for
+    /// no more than it uses (the rest goes to others in the next round), one that used it all
+    /// gets its allocation back as demand. Returns the usage counted against allocations.
+    pub fn end_round(&mut self) -> f64 {
+        let mut usage_total = 0.0;
+        for n in &mut self.nodes {
+            usage_total += n.usage.min(n.allocated);
+            if n.usage < n.allocated {
+                n.requested = n.usage;
+            } else {
+                n.requested += n.allocated;
+            }
+        }
+        usage_total
     }
 
     /// Recomputes every group's subtree usage from the direct usages.

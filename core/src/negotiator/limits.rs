@@ -58,15 +58,18 @@ pub fn parse_limits(s: &str) -> Result<Vec<(String, f64)>, String> {
 /// Units in use per limit name (lower-case), counted from running jobs and this cycle's matches.
 #[derive(Clone, Debug, Default)]
 pub struct LimitUsage {
+    /// Units in use per limit name.
     pub in_use: BTreeMap<String, f64>,
 }
 
 impl LimitUsage {
+    /// Counts `limits` (name, units) as in use.
     pub fn add(&mut self, limits: &[(String, f64)]) {
         for (n, u) in limits {
             *self.in_use.entry(n.clone()).or_insert(0.0) += u;
         }
     }
+    /// Releases `limits` (never below zero).
     pub fn remove(&mut self, limits: &[(String, f64)]) {
         for (n, u) in limits {
             if let Some(v) = self.in_use.get_mut(n) {

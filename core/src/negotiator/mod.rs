@@ -7,14 +7,39 @@
 //! gives the same outcome, so the Raft leader and `cmctl what-if` agree.
 //!
 //! The cycle follows HTCondor 23.9.6's matchmaker (matchmaker.cpp, GroupEntry.cpp: read, not
-//! copied); see `cycle.rs` for the steps and the choices where the manual is silent.
+//! copied). Its parts, by concern (`cycle.rs` gives the steps and the choices where the
+//! manual is silent; each file says which HTCondor functions it follows):
+//!
+//! | file | what | HTCondor |
+//! |---|---|---|
+//! | `cycle.rs` | [`negotiate`], the cycle's data split into tables, state, caches, figures | negotiationTime |
+//! | `prep.rs` | preparation: slots kept and weighed, usage, submitters, jobs, classes | obtainAdsFromCollector, trimStartdAds, sumSlotWeights, compute_significant_attrs, addRemoteUserPrios |
+//! | `scan.rs`, `keys.rs` | reading each ad once; slot classes and autoclusters | (the schedd's autoclusters) |
+//! | `tables.rs` | what preparation builds and nothing changes | |
+//! | `state.rs` | what matches change: slots taken or carved, usage, limits in use | the accountant's usage, cp_deduct_assets |
+//! | `pie.rs` | pie spins, submitter limits, floors, ceilings, group allocation rounds | negotiateWithGroup, calculateSubmitterLimit, calculatePieLeft, findBelowFloorSubmitters, hgq_negotiate_with_all_groups |
+//! | `groups.rs` | the group tree: quotas, fair share, surplus, strict quotas | GroupEntry.cpp |
+//! | `turn.rs` | one submitter's turn: its jobs' requests in order | negotiate |
+//! | `candidates.rs` | a request's candidate slots, best first, and the choice | matchmakingAlgorithm, MatchListType |
+//! | `matchmaking.rs` | one job and one slot: match, ranks, preemption rules, cost | IsAMatch, calculateRanks, SubmitterLimitPermits |
+//! | `figures.rs` | counters and figures, and the outcome built from them | NegotiationCycleStats, publishNegotiationCycleStats |
+//! | `config.rs`, `limits.rs`, `outcome.rs` | the knobs, concurrency limits, the outcome's types | |
+#![warn(missing_docs)]
+mod candidates;
 pub mod config;
 mod cycle;
+mod figures;
 mod groups;
+mod keys;
 pub mod limits;
+mod matchmaking;
 pub mod outcome;
+mod pie;
 mod prep;
 mod scan;
+mod state;
+mod tables;
+mod turn;
 
 pub use config::{ConfigError, GroupConfig, GroupQuota, NegotiatorConfig};
 pub use cycle::negotiate;
@@ -26,6 +51,9 @@ use classad::ClassAd;
 /// job ads (as `condor_q -long` shows them).
 #[derive(Clone, Debug, Default)]
 pub struct NegotiationInput {
+    /// Slot ads (startd ads), in collector order: ties between equally good slots go to the
+    /// first.
     pub slots: Vec<ClassAd>,
+    /// Job ads; only idle ones (`JobStatus == 1`) negotiate.
     pub jobs: Vec<ClassAd>,
 }

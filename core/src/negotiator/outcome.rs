@@ -24,6 +24,7 @@ pub struct Match {
     pub job_index: usize,
     /// Autocluster id (per cycle).
     pub autocluster: usize,
+    /// The submitter (accounting name) the match is charged to.
     pub submitter: String,
     /// The group the job negotiated under (`<none>` outside groups).
     pub negotiating_group: String,
@@ -31,6 +32,7 @@ pub struct Match {
     pub slot: String,
     /// Index of the slot ad in the input.
     pub slot_index: usize,
+    /// Why the slot was chosen: idle, or the preemption it causes.
     pub reason: MatchReason,
     /// The submitter whose job is preempted, if any.
     pub preempts: Option<String>,
@@ -63,31 +65,44 @@ pub enum LimitedBy {
 /// Per-submitter figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SubmitterFigures {
+    /// Accounting name (`user@domain` or `group.user@domain`).
     pub name: String,
+    /// Its accounting group (`<none>` outside groups).
     pub group: String,
+    /// Effective user priority (real priority times factor) at the start of the cycle.
     pub effective_priority: f64,
+    /// Real user priority.
     pub real_priority: f64,
+    /// Priority factor.
     pub priority_factor: f64,
     /// Weighted slots in use at the start of the cycle.
     pub usage_before: f64,
     /// Fair share of the pie (first spin of its group), in slot weight.
     pub pie_slice: f64,
+    /// Its floor (slot weight it is served first up to), 0 without one.
     pub floor: f64,
+    /// Its ceiling (slot weight it may not go over), if any.
     pub ceiling: Option<f64>,
+    /// Idle jobs it had at the start of the cycle.
     pub idle_jobs: usize,
+    /// Jobs matched in this cycle.
     pub matched: usize,
+    /// Slot weight matched in this cycle.
     pub matched_weight: f64,
     /// Slots it lost to preemption in this cycle.
     pub preempted: usize,
+    /// Why it stopped getting slots.
     pub limited_by: LimitedBy,
 }
 
 /// Per-group figures (the `condor_userprio -quotas` columns and more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupFigures {
+    /// Group name (`<none>` is the root).
     pub name: String,
     /// Configured quota: slot weight for static, a fraction for dynamic.
     pub config_quota: f64,
+    /// The quota is static (`GROUP_QUOTA_<g>`) rather than dynamic.
     pub is_static: bool,
     /// Quota after scaling (the "Effective Quota" column).
     pub quota: f64,
@@ -95,12 +110,17 @@ pub struct GroupFigures {
     pub subtree_quota: f64,
     /// Allocation including surplus, from the last allocation round.
     pub allocated: f64,
+    /// What the allocation adds to the quota (surplus taken from other groups).
     pub surplus: f64,
+    /// `GROUP_ACCEPT_SURPLUS_<g>`.
     pub accept_surplus: bool,
     /// Demand (weighted running + idle), the "Requested Resources" column.
     pub requested: f64,
+    /// Weighted slots its submitters used at the start of the cycle.
     pub usage_before: f64,
+    /// Jobs matched negotiating under it.
     pub matched: usize,
+    /// Slot weight matched negotiating under it.
     pub matched_weight: f64,
     /// GROUP_SORT_EXPR value; groups negotiate in ascending order.
     pub sort_key: f64,
@@ -109,8 +129,11 @@ pub struct GroupFigures {
 /// Everything a cycle decided.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
+    /// The matches, in the order they were made.
     pub matches: Vec<Match>,
+    /// Per submitter with idle jobs or matches, in effective priority order.
     pub submitters: Vec<SubmitterFigures>,
+    /// Per group, in tree order (empty without group quotas).
     pub groups: Vec<GroupFigures>,
     /// Jobs that could not be matched, with the reason (`CLUSTER.PROC` -> reason).
     pub rejections: Vec<(String, String)>,
@@ -137,9 +160,11 @@ impl Outcome {
         }
         m
     }
+    /// The figures of submitter `name`.
     pub fn submitter(&self, name: &str) -> Option<&SubmitterFigures> {
         self.submitters.iter().find(|s| s.name == name)
     }
+    /// The figures of group `name` (any case).
     pub fn group(&self, name: &str) -> Option<&GroupFigures> {
         self.groups
             .iter()

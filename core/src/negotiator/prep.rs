@@ -1,177 +1,541 @@
-//! Turning input ads into the cycle's tables: slots (filtered, weighted, classed) and idle
-//! jobs (submitter, order keys, autoclusters).
-use super::limits::parse_limits;
-pub(crate) use super::scan::*;
+//! Preparation: turning the input ads into the cycle's [`Tables`] and its starting [`State`].
+//!
+//! Follows the first phases of HTCondor 23.9.6's Matchmaker::negotiationTime (matchmaker.cpp):
+//! * slots (obtainAdsFromCollector, trimStartdAds, sumSlotWeights): absent and offline ads
+//!   and ads outside `NEGOTIATOR_SLOT_CONSTRAINT` are dropped; the pie is the SlotWeight of
+//!   everything left, busy slots included, summed before trimming Claimed/Idle slots, slots
+//!   still retiring, and (without `NEGOTIATOR_CONSIDER_PREEMPTION`) every claimed slot;
+//! * usage: each claimed slot's weight is charged to the user it advertises (preempting
+//!   accounting group, preempting user, accounting group, remote user: the first found), and
+//!   its concurrency limits count as in use;
+//! * `Remote*` attributes (addRemoteUserPrios, and with `NEGOTIATOR_CROSS_SLOT_PRIOS` the
+//!   `slot<N>_*` ones): a claimed slot's ad gets its user's priority, usage and group;
+//! * significant attributes (compute_significant_attrs): the names the job and slot
+//!   `Requirements`/`Rank`, the request attributes and the negotiator's own expressions
+//!   reference, closed through each ad; the slot classes and autoclusters are keyed on them;
+//! * submitters: one per accounting name the idle jobs carry (the schedd's submitter ads),
+//!   with priority, factor, floor and ceiling from the accountant's ledger, and their jobs in
+//!   negotiation order (job priorities, then QDate, cluster, proc).
+//!
+//! Everything is read once per ad (see [`super::scan`]); slots that agree on every significant
+//! attribute share a class and jobs that do share an autocluster (see [`super::keys`]), so that
+//! matchmaking evaluates a pair once per (autocluster, class).
+use super::config::NegotiatorConfig;
+use super::figures::{Figures, Tally};
+use super::groups::GroupTree;
+use super::keys::{hash_expr, nonliteral_fingerprint, AcTable, FxHasher, Interner};
+use super::limits::{parse_limits, LimitUsage};
+use super::matchmaking::RankConds;
+use super::scan::*;
+use super::state::{SlotState, State, SubmitterUse};
+use super::tables::*;
+use super::NegotiationInput;
+use crate::accountant::{assign_group, Accountant};
 use classad::{ClassAd, Expr, Value};
-use std::borrow::Cow;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::Hasher;
+use std::rc::Rc;
 
-/// An attribute name with its case-insensitive hash computed once per cycle rather than once
-/// per ad (preparation reads a dozen names from each of tens of thousands of job ads):
-/// classad's own [`classad::Name`], looked up with [`ClassAd::lookup_by_name`].
-pub(crate) type HName = classad::Name;
-
-/// The names preparation reads from every slot ad.
-pub(crate) struct SlotNames {
-    pub absent: HName,
-    pub offline: HName,
-    pub state: HName,
-    pub activity: HName,
-    pub partitionable: HName,
-    pub preempting_group: HName,
-    pub preempting_user: HName,
-    pub accounting_group: HName,
-    pub remote_user: HName,
-    pub limits: HName,
-    pub retirement: HName,
-    pub preempting_rank: HName,
-    pub current_rank: HName,
-    pub name: HName,
-}
-
-impl SlotNames {
-    pub fn new() -> Self {
-        SlotNames {
-            absent: HName::new("Absent"),
-            offline: HName::new("Offline"),
-            state: HName::new("State"),
-            activity: HName::new("Activity"),
-            partitionable: HName::new("PartitionableSlot"),
-            preempting_group: HName::new("PreemptingAccountingGroup"),
-            preempting_user: HName::new("PreemptingUser"),
-            accounting_group: HName::new("AccountingGroup"),
-            remote_user: HName::new("RemoteUser"),
-            limits: HName::new("ConcurrencyLimits"),
-            retirement: HName::new("RetirementTimeRemaining"),
-            preempting_rank: HName::new("PreemptingRank"),
-            current_rank: HName::new("CurrentRank"),
-            name: HName::new("Name"),
+/// Builds the cycle's tables, its starting state and its first figures (slot counts, jobs
+/// whose submitter cannot be told).
+pub(super) fn prepare<'a>(
+    input: &'a NegotiationInput,
+    acct: &Accountant,
+    cfg: &'a NegotiatorConfig,
+    now: i64,
+) -> (Tables<'a>, State, Figures) {
+    let mut groups = GroupTree::build(cfg);
+    let hgq = groups.nodes.len() > 1;
+    let mut figures = Figures {
+        total_slot_ads: input.slots.len(),
+        ..Figures::default()
+    };
+    let mut subs = Submitters {
+        acct,
+        group_names: cfg.groups.iter().map(|g| g.name.clone()).collect(),
+        index: HashMap::new(),
+        list: Vec::new(),
+        usage: Vec::new(),
+    };
+    let mut limit_usage = LimitUsage::default();
+    let mut total_weight = 0.0;
+    let mut min_weight = f64::MAX;
+    let sn = SlotNames::new();
+    // --- significant names (for slot classes and autoclusters)
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    for root in [
+        "requirements",
+        "rank",
+        "slotweight",
+        "requestcpus",
+        "requestmemory",
+        "requestdisk",
+        "concurrencylimits",
+        "concurrencylimitsexpr",
+        "cpus",
+        "memory",
+        "disk",
+    ] {
+        names.insert(root.to_string());
+    }
+    for e in [
+        &cfg.pre_job_rank,
+        &cfg.post_job_rank,
+        &cfg.preemption_requirements,
+        &cfg.preemption_rank,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let r = e.references();
+        names.extend(r.internal);
+        names.extend(r.external);
+    }
+    // Closure of the referenced names through each ad. Only non-literal attributes carry
+    // references, so ads whose non-literal attributes are identical have the same closure:
+    // visit one ad per such fingerprint.
+    let mut memo: HashMap<u64, Rc<Refs>> = HashMap::new();
+    let mut fingerprints: HashSet<u64> = HashSet::new();
+    let roots: Vec<String> = names.iter().cloned().collect();
+    let mut visit = |ad: &ClassAd, fp: u64, names: &mut BTreeSet<String>| {
+        if !fingerprints.insert(fp) {
+            return;
+        }
+        let mut todo: Vec<String> = roots.clone();
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(n) = todo.pop() {
+            if !seen.insert(n.clone()) {
+                continue;
+            }
+            names.insert(n.clone());
+            if let Some(e) = ad.lookup(&n) {
+                let mut h = FxHasher::default();
+                hash_expr(e, &mut h);
+                let k = h.finish();
+                let refs = memo
+                    .entry(k)
+                    .or_insert_with(|| {
+                        let r = e.references();
+                        Rc::new((
+                            r.internal.into_iter().collect(),
+                            r.external.into_iter().collect(),
+                        ))
+                    })
+                    .clone();
+                for m in refs.0.iter().chain(refs.1.iter()) {
+                    if !seen.contains(m) {
+                        todo.push(m.clone());
+                    }
+                }
+            }
+        }
+    };
+    // --- slots: one pass over each slot ad (they are read again only for classes)
+    let mut slots: Vec<SlotInfo> = Vec::new();
+    let mut slot_ads: Vec<ClassAd> = Vec::new();
+    for (i, ad) in input.slots.iter().enumerate() {
+        if bool_h(ad, &sn.absent) == Some(true) || bool_h(ad, &sn.offline) == Some(true) {
+            figures.trimmed += 1;
+            continue;
+        }
+        if let Some(c) = &cfg.slot_constraint {
+            if !ad.eval_expr_with(c, None).is_true() {
+                figures.trimmed += 1;
+                continue;
+            }
+        }
+        // Pie size: everything the negotiator owns, busy or not (HTCondor sums SlotWeight
+        // before trimming claimed slots).
+        let weight = slot_weight(cfg, ad);
+        total_weight += weight;
+        if weight > 0.0 {
+            min_weight = f64::min(min_weight, weight);
+        }
+        // Usage from claimed slots and running concurrency limits.
+        let state = str_h(ad, &sn.state).unwrap_or_default();
+        let activity = str_h(ad, &sn.activity).unwrap_or_default();
+        let pslot = bool_h(ad, &sn.partitionable) == Some(true);
+        let claimed = state == "Claimed" || state == "Preempting";
+        let remote_name = if claimed && !pslot {
+            str_h(ad, &sn.preempting_group)
+                .or_else(|| str_h(ad, &sn.preempting_user))
+                .or_else(|| str_h(ad, &sn.accounting_group))
+                .or_else(|| str_h(ad, &sn.remote_user))
+                .map(|n| n.into_owned())
+        } else {
+            None
+        };
+        let remote = remote_name.map(|n| subs.get(&n, &groups));
+        let running_limits = if claimed {
+            str_h(ad, &sn.limits)
+                .and_then(|s| parse_limits(&s).ok())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if let Some(r) = remote {
+            subs.usage[r] += weight;
+        }
+        limit_usage.add(&running_limits);
+        // Trimming (after counting usage).
+        if claimed && !pslot {
+            if !cfg.consider_preemption || activity == "Idle" || state == "Preempting" {
+                figures.trimmed += 1;
+                continue;
+            }
+            if num_h(ad, &sn.retirement).unwrap_or(0.0) > 0.0 {
+                figures.trimmed += 1;
+                continue;
+            }
+        } else if !pslot && state != "Unclaimed" && !state.is_empty() {
+            // Owner, Matched, Drained, Backfill...: their Requirements are False anyway.
+            if state != "Backfill" {
+                figures.trimmed += 1;
+                continue;
+            }
+        }
+        let name = str_h(ad, &sn.name)
+            .map(|n| n.into_owned())
+            .unwrap_or_else(|| format!("slot#{i}"));
+        let number = |v: &Value| match v {
+            Value::Int(i) => Some(*i as f64),
+            Value::Real(r) => Some(*r),
+            _ => None,
+        };
+        // matchmaker.cpp addRemoteUserPrios: a slot with a preempting claim competes
+        // with its preempting rank (`CurrentRank = PreemptingRank`).
+        let mut ad = ad.clone();
+        let preempting_rank = number(&value_h(&ad, &sn.preempting_rank));
+        if let Some(p) = preempting_rank {
+            ad.insert_value("CurrentRank", Value::Real(p));
+        }
+        let current_rank = number(&value_h(&ad, &sn.current_rank));
+        visit(&ad, nonliteral_fingerprint(&ad), &mut names);
+        slots.push(SlotInfo {
+            input: i,
+            name,
+            pslot,
+            weight,
+            remote,
+            current_rank,
+            running_limits,
+        });
+        slot_ads.push(ad);
+    }
+    if min_weight == f64::MAX {
+        min_weight = 1.0;
+    }
+    // Names the negotiator inserts itself are never part of a key.
+    let ephemeral = |n: &str| {
+        (n.starts_with("submitter") && n != "submitter")
+            || n.starts_with("remoteuserprio")
+            || n.starts_with("remoteuserresourcesinuse")
+            || n.starts_with("remotegroup")
+            || n == "remotenegotiatinggroup"
+            || n == "remoteautoregroup"
+            || (n.starts_with("slot") && n.ends_with("_remoteuserprio"))
+    };
+    let significant = |names: &BTreeSet<String>| -> Vec<(String, u64)> {
+        let mut v: Vec<String> = names.iter().filter(|n| !ephemeral(n)).cloned().collect();
+        for a in &cfg.significant_attributes {
+            v.push(a.to_ascii_lowercase());
+        }
+        v.sort();
+        v.dedup();
+        v.into_iter()
+            .map(|n| {
+                let h = classad::name::ci_hash(&n);
+                (n, h)
+            })
+            .collect()
+    };
+    let mut sig = significant(&names);
+    // --- jobs: one read of each job ad gives its fields, its fingerprint (and, for a new
+    // fingerprint, the names its expressions reference) and its autocluster. A job that
+    // brings new significant names (rare: only a new fingerprint can) re-keys the jobs
+    // before it, so every key is over the final names.
+    let mut roles = RoleTable::new(&sig);
+    let mut jobs: Vec<Job> = Vec::with_capacity(input.jobs.len());
+    let mut fps: Vec<u64> = Vec::with_capacity(input.jobs.len());
+    let mut acs = AcTable::new(sig.len());
+    let mut view: Vec<Option<&Expr>> = Vec::new();
+    let mut sname = String::new();
+    for (i, ad) in input.jobs.iter().enumerate() {
+        let mut scan = scan_job(ad, &roles, &mut view);
+        let cluster = scan
+            .num(field::CLUSTER)
+            .map(|v| v as i64)
+            .unwrap_or(i as i64);
+        let proc = scan.num(field::PROC).map(|v| v as i64).unwrap_or(0);
+        let status = scan.num(field::STATUS).unwrap_or(1.0) as i64;
+        if status != 1 {
+            continue; // only idle jobs negotiate
+        }
+        if let Err(e) = job_submitter(&scan, &mut sname) {
+            figures.rejections.insert((cluster, proc), e);
+            continue;
+        }
+        let s = subs.get(&sname, &groups);
+        let request_weight = scan.num(field::REQUEST_CPUS).unwrap_or(1.0).max(0.0);
+        let fp = scan.fingerprint;
+        let known = names.len();
+        visit(ad, fp, &mut names);
+        if names.len() != known {
+            sig = significant(&names);
+            roles = RoleTable::new(&sig);
+            acs = AcTable::new(sig.len());
+            for (j, &f) in jobs.iter_mut().zip(&fps) {
+                scan_job(&input.jobs[j.index], &roles, &mut view);
+                j.ac = acs.assign(&view, j.submitter, f).0;
+            }
+            scan = scan_job(ad, &roles, &mut view);
+        }
+        let (ac, _) = acs.assign(&view, s, fp);
+        jobs.push(Job {
+            index: i,
+            cluster,
+            proc,
+            submitter: s,
+            ac,
+            order: job_order(&scan, cluster, proc),
+            limits: job_limits(&scan),
+            request_weight: if cfg.use_slot_weights {
+                request_weight
+            } else {
+                1.0
+            },
+        });
+        fps.push(fp);
+    }
+    // Representatives: the first job of each autocluster, in input order.
+    let mut reps = vec![usize::MAX; acs.len()];
+    let mut autoclusters = Vec::new();
+    for j in &jobs {
+        if reps[j.ac] == usize::MAX {
+            reps[j.ac] = j.index;
+            autoclusters.push(AutoCluster {
+                rep: j.index,
+                submitter: j.submitter,
+            });
         }
     }
+    let volatile = names
+        .iter()
+        .any(|n| n.ends_with("resourcesinuse") && ephemeral(n));
+    // --- remote ephemeral attributes in slot ads
+    if cfg.cross_slot_prios {
+        add_cross_slot_prios(&mut slot_ads, &mut subs, &groups);
+    }
+    for (s, ad) in slots.iter().zip(slot_ads.iter_mut()) {
+        if let Some(r) = s.remote {
+            let sub = &subs.list[r];
+            ad.insert_value("RemoteUserPrio", Value::Real(sub.eup));
+            ad.insert_value("RemoteUserResourcesInUse", Value::Real(subs.usage[r]));
+            let g = &groups.nodes[sub.group];
+            if sub.group != 0 {
+                ad.insert_value("RemoteGroup", Value::str(&g.name));
+                ad.insert_value("RemoteGroupQuota", Value::Real(g.quota));
+            }
+            ad.insert_value("RemoteNegotiatingGroup", Value::str(&g.name));
+            ad.insert_value("RemoteAutoregroup", Value::Bool(false));
+            ad.insert_value("RemoteUserFloor", Value::Real(sub.floor));
+        }
+    }
+    // --- slot classes
+    let mut classes = Interner::default();
+    let mut slot_view: Vec<Option<&Expr>> = Vec::new();
+    let slot_classes: Vec<usize> = slots
+        .iter()
+        .zip(&slot_ads)
+        .map(|(s, ad)| {
+            scan_sig(ad, &roles, &mut slot_view);
+            classes.intern_view(&slot_view, s.pslot as u64)
+        })
+        .collect();
+    let slot_states: Vec<SlotState> = slot_ads
+        .into_iter()
+        .zip(slot_classes)
+        .map(|(ad, class)| SlotState {
+            ad,
+            class,
+            taken: false,
+        })
+        .collect();
+    let mut busy = Vec::new();
+    let mut class_members: Vec<Rc<Vec<u32>>> = Vec::new();
+    for (i, (s, st)) in slots.iter().zip(&slot_states).enumerate() {
+        if s.remote.is_some() {
+            busy.push(i as u32);
+        } else {
+            if class_members.len() <= st.class {
+                class_members.resize(st.class + 1, Rc::default());
+            }
+            Rc::make_mut(&mut class_members[st.class]).push(i as u32);
+        }
+    }
+    // --- submitter job lists: submitter, then job order; ties in input order (the sort
+    // moves small keys, not jobs). Jobs stay in input order; each submitter lists its own in
+    // negotiation order.
+    let mut keys: Vec<(usize, JobOrder, u32)> = jobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| (j.submitter, j.order, k as u32))
+        .collect();
+    keys.sort_unstable();
+    let Submitters {
+        list: mut sub_list,
+        usage,
+        ..
+    } = subs;
+    for &(s, _, k) in &keys {
+        sub_list[s].jobs.push(k as usize);
+        sub_list[s].idle += 1;
+    }
+    // --- group membership and usage
+    for (i, (s, &u)) in sub_list.iter_mut().zip(&usage).enumerate() {
+        s.usage_before = u;
+        groups.nodes[s.group].usage += u;
+        if s.idle > 0 {
+            groups.nodes[s.group].submitters.push(i);
+        }
+    }
+    figures.subs = vec![Tally::default(); sub_list.len()];
+    let state = State {
+        slots: slot_states,
+        job_done: vec![false; jobs.len()],
+        subs: usage
+            .iter()
+            .map(|&usage| SubmitterUse {
+                usage,
+                uncounted: 0.0,
+            })
+            .collect(),
+        groups,
+        classes,
+        class_members,
+        limit_usage,
+        autoregroup_round: false,
+    };
+    let tables = Tables {
+        cfg,
+        input,
+        now,
+        slots,
+        busy,
+        jobs,
+        acs: autoclusters,
+        subs: sub_list,
+        names: sig,
+        hgq,
+        volatile,
+        total_weight,
+        min_weight,
+        rank_conds: RankConds::new(),
+    };
+    (tables, state, figures)
 }
 
-/// The value of a pre-hashed attribute: a literal is borrowed (no clone, no allocation),
-/// anything else is evaluated.
-#[inline]
-pub(crate) fn value_h<'e>(ad: &'e ClassAd, n: &HName) -> Cow<'e, Value> {
-    match ad.lookup_by_name(n) {
-        Some(Expr::Lit(v)) => Cow::Borrowed(v),
-        Some(_) => Cow::Owned(ad.eval_attr(n.as_str())),
-        None => Cow::Owned(Value::Undefined),
+/// The names an expression references: internal (`MY.` or bare) and external (`TARGET.`).
+type Refs = (Vec<String>, Vec<String>);
+
+/// The submitters met during preparation, in the order met (claimed slots' users, then the
+/// idle jobs' submitters, then users only named in `slot<N>_*` attributes).
+struct Submitters<'a> {
+    acct: &'a Accountant,
+    group_names: Vec<String>,
+    index: HashMap<String, usize>,
+    list: Vec<Submitter>,
+    /// Usage per submitter, from the claimed slots.
+    usage: Vec<f64>,
+}
+
+impl Submitters<'_> {
+    /// The submitter called `name`, added with its ledger record if new.
+    fn get(&mut self, name: &str, groups: &GroupTree) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let gname = assign_group(&self.group_names, name);
+        let group = groups.find(&gname).unwrap_or(0);
+        let rec = self.acct.record(name);
+        let factor = rec
+            .map(|r| r.priority_factor)
+            .unwrap_or_else(|| self.acct.default_factor(name));
+        let rup = self.acct.real_priority(name);
+        let i = self.list.len();
+        self.list.push(Submitter {
+            name: name.to_string(),
+            group,
+            eup: rup * factor,
+            rup,
+            factor,
+            floor: rec.map(|r| r.floor).unwrap_or(0.0),
+            ceiling: rec.and_then(|r| r.ceiling()),
+            usage_before: 0.0,
+            jobs: Vec::new(),
+            idle: 0,
+        });
+        self.usage.push(0.0);
+        self.index.insert(name.to_string(), i);
+        i
     }
 }
 
-#[inline]
-pub(crate) fn num_h(ad: &ClassAd, n: &HName) -> Option<f64> {
-    number(&value_h(ad, n))
-}
-
-/// A value as a number, as preparation reads numeric attributes (booleans count as 0/1).
-#[inline]
-pub(crate) fn number(v: &Value) -> Option<f64> {
-    match *v {
-        Value::Int(i) => Some(i as f64),
-        Value::Real(r) => Some(r),
-        Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
-        _ => None,
+/// A slot's weight: `SlotWeight` (else `Cpus`) with `NEGOTIATOR_USE_SLOT_WEIGHTS`, else 1.
+fn slot_weight(cfg: &NegotiatorConfig, ad: &ClassAd) -> f64 {
+    if !cfg.use_slot_weights {
+        return 1.0;
+    }
+    static NAMES: std::sync::OnceLock<(HName, HName)> = std::sync::OnceLock::new();
+    let (w, c) = NAMES.get_or_init(|| (HName::new("SlotWeight"), HName::new("Cpus")));
+    match ad.lookup_by_name(w) {
+        Some(_) => num_h(ad, w).unwrap_or(1.0),
+        None => num_h(ad, c).unwrap_or(1.0),
     }
 }
 
-#[inline]
-pub(crate) fn bool_h(ad: &ClassAd, n: &HName) -> Option<bool> {
-    truth(&value_h(ad, n))
-}
-
-/// A value as a flag (a boolean, or an integer that is not 0).
-#[inline]
-pub(crate) fn truth(v: &Value) -> Option<bool> {
-    match *v {
-        Value::Bool(b) => Some(b),
-        Value::Int(i) => Some(i != 0),
-        _ => None,
+/// `NEGOTIATOR_CROSS_SLOT_PRIOS`: every slot ad gets, for each slot N of its machine
+/// (`1..=TotalSlots`) whose user it advertises (`slot<N>_PreemptingAccountingGroup`,
+/// `_PreemptingUser`, `_AccountingGroup` or `_RemoteUser`, first found), that user's
+/// `slot<N>_RemoteUserPrio`, `_RemoteUserResourcesInUse` and, for a group,
+/// `_RemoteGroup` and `_RemoteGroupQuota` (matchmaker.cpp's addRemoteUserPrios).
+fn add_cross_slot_prios(slot_ads: &mut [ClassAd], subs: &mut Submitters, groups: &GroupTree) {
+    /// Bounds the loop on a hostile or broken `TotalSlots`.
+    const MAX_SLOTS: i64 = 4096;
+    for ad in slot_ads.iter_mut() {
+        let total = eval_num(ad, "TotalSlots").unwrap_or(0.0);
+        let total = if total.is_finite() { total as i64 } else { 0 };
+        for n in 1..=total.clamp(0, MAX_SLOTS) {
+            let p = format!("slot{n}_");
+            let user = [
+                "PreemptingAccountingGroup",
+                "PreemptingUser",
+                "AccountingGroup",
+                "RemoteUser",
+            ]
+            .iter()
+            .find_map(|a| eval_str(ad, &format!("{p}{a}")));
+            let Some(user) = user else { continue };
+            let r = subs.get(&user, groups);
+            let sub = &subs.list[r];
+            ad.insert_value(&format!("{p}RemoteUserPrio"), Value::Real(sub.eup));
+            ad.insert_value(
+                &format!("{p}RemoteUserResourcesInUse"),
+                Value::Real(subs.usage[r]),
+            );
+            if sub.group != 0 {
+                let g = &groups.nodes[sub.group];
+                ad.insert_value(&format!("{p}RemoteGroup"), Value::str(&g.name));
+                ad.insert_value(&format!("{p}RemoteGroupQuota"), Value::Real(g.quota));
+            }
+        }
     }
-}
-
-/// A string attribute, borrowed from the ad when it is a literal.
-#[inline]
-pub(crate) fn str_h<'e>(ad: &'e ClassAd, n: &HName) -> Option<Cow<'e, str>> {
-    string(value_h(ad, n))
-}
-
-/// A string value, still borrowed if it was.
-#[inline]
-pub(crate) fn string(v: Cow<'_, Value>) -> Option<Cow<'_, str>> {
-    match v {
-        Cow::Borrowed(Value::Str(s)) => Some(Cow::Borrowed(&**s)),
-        Cow::Owned(Value::Str(s)) => Some(Cow::Owned(s.to_string())),
-        _ => None,
-    }
-}
-
-/// The value of an attribute: literals are read directly (the common case in dumps), anything
-/// else is evaluated.
-pub(crate) fn attr_value(ad: &ClassAd, name: &str) -> Value {
-    match ad.lookup(name) {
-        Some(Expr::Lit(v)) => v.clone(),
-        Some(_) => ad.eval_attr(name),
-        None => Value::Undefined,
-    }
-}
-
-pub(crate) fn eval_str(ad: &ClassAd, name: &str) -> Option<String> {
-    match attr_value(ad, name) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
-
-pub(crate) fn eval_num(ad: &ClassAd, name: &str) -> Option<f64> {
-    match attr_value(ad, name) {
-        Value::Int(i) => Some(i as f64),
-        Value::Real(r) => Some(r),
-        Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
-        _ => None,
-    }
-}
-
-/// How a job's concurrency limits are declared.
-#[derive(Clone, Debug)]
-pub(crate) enum JobLimits {
-    None,
-    Fixed(Vec<(String, f64)>),
-    /// `ConcurrencyLimitsExpr`, evaluated against each candidate slot.
-    Expr(Expr),
-    /// Unusable (bad name, or both forms set); the job is never matched.
-    Invalid(String),
-}
-
-/// One idle job.
-#[derive(Clone, Debug)]
-pub(crate) struct Job {
-    pub index: usize,
-    pub cluster: i64,
-    pub proc: i64,
-    pub submitter: usize,
-    pub ac: usize,
-    /// Sort key within the submitter (see [`job_order`]).
-    pub order: JobOrder,
-    pub limits: JobLimits,
-    pub request_weight: f64,
-}
-
-/// One autocluster: jobs of one submitter that look the same to matchmaking.
-#[derive(Clone, Debug)]
-pub(crate) struct AutoCluster {
-    /// Index into the input job list of the representative job.
-    pub rep: usize,
-    pub submitter: usize,
 }
 
 /// The submitter a job is charged to: `AccountingGroup@domain` if the job has an
 /// accounting group (`group.user`), else `Owner@domain`; `nice-user.` prefixed for nice jobs.
 /// Written into `out` (cleared first), so that the common case allocates nothing.
-pub(crate) fn job_submitter(j: &JobScan, out: &mut String) -> Result<(), String> {
+fn job_submitter(j: &JobScan, out: &mut String) -> Result<(), String> {
     out.clear();
     let user = j.str(field::USER);
     let domain_of_user = user
@@ -207,7 +571,7 @@ pub(crate) fn job_submitter(j: &JobScan, out: &mut String) -> Result<(), String>
     Ok(())
 }
 
-pub(crate) fn job_limits(j: &JobScan) -> JobLimits {
+fn job_limits(j: &JobScan) -> JobLimits {
     let fixed = j.fields[field::LIMITS].is_some();
     let expr = j.fields[field::LIMITS_EXPR];
     match (fixed, expr) {
@@ -228,241 +592,9 @@ pub(crate) fn job_limits(j: &JobScan) -> JobLimits {
     }
 }
 
-/// A fast non-cryptographic hasher (the rotate-xor-multiply scheme of rustc's FxHasher):
-/// keys here come from the pool's own ads, and autoclusters never mix submitters.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher {
-    hash: u64,
-}
-
-impl FxHasher {
-    /// Adds `w` to the running state without mixing (for order-independent sums).
-    #[inline]
-    pub(crate) fn add_raw(&mut self, w: u64) {
-        self.hash = self.hash.wrapping_add(w);
-    }
-    /// The running state, unmixed.
-    #[inline]
-    pub(crate) fn raw(&self) -> u64 {
-        self.hash
-    }
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            self.add(u64::from_le_bytes(b));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 56));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_i64(&mut self, i: i64) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        // Final avalanche so that low bits are usable as table indices.
-        let mut x = self.hash;
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        x ^= x >> 33;
-        x
-    }
-}
-
-/// Hash maps keyed by the cycle's own small integers (class, autocluster indices).
-pub(crate) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
-
-/// Structural hash of an expression, consistent with [`Expr::same_as`] (names hash
-/// case-insensitively); used for autocluster and slot-class keys without unparsing.
-pub(crate) fn hash_expr<H: Hasher>(e: &Expr, h: &mut H) {
-    use std::mem::discriminant;
-    discriminant(e).hash(h);
-    match e {
-        Expr::Lit(v) => hash_value(v, h),
-        Expr::RelTimeLit(r) => r.to_bits().hash(h),
-        Expr::Attr(n) | Expr::Abs(n) => n.hash().hash(h),
-        Expr::Scoped(k, _, n) => {
-            discriminant(k).hash(h);
-            n.hash().hash(h);
-        }
-        Expr::Select(x, n) => {
-            hash_expr(x, h);
-            n.hash().hash(h);
-        }
-        Expr::Index(a, b) => {
-            hash_expr(a, h);
-            hash_expr(b, h);
-        }
-        Expr::Unary(op, a) => {
-            discriminant(op).hash(h);
-            hash_expr(a, h);
-        }
-        Expr::Binary(op, a, b) => {
-            discriminant(op).hash(h);
-            hash_expr(a, h);
-            hash_expr(b, h);
-        }
-        Expr::Cond(c, m, x) => {
-            hash_expr(c, h);
-            if let Some(m) = m {
-                hash_expr(m, h);
-            }
-            hash_expr(x, h);
-        }
-        Expr::Paren(a) => hash_expr(a, h),
-        Expr::Call(c) => {
-            for b in c.name.bytes() {
-                b.to_ascii_lowercase().hash(h);
-            }
-            for a in &c.args {
-                hash_expr(a, h);
-            }
-        }
-        Expr::List(l) => {
-            l.len().hash(h);
-            for a in l {
-                hash_expr(a, h);
-            }
-        }
-        Expr::Ad(ad) => ad.len().hash(h),
-        // Variants added later to the ClassAd crate (e.g. old-syntax time literals): their
-        // unparsed text is a faithful key.
-        #[allow(unreachable_patterns)]
-        other => {
-            use std::fmt::Write;
-            struct W<'a, H: Hasher>(&'a mut H);
-            impl<H: Hasher> Write for W<'_, H> {
-                fn write_str(&mut self, s: &str) -> std::fmt::Result {
-                    self.0.write(s.as_bytes());
-                    Ok(())
-                }
-            }
-            let _ = write!(W(h), "{other}");
-        }
-    }
-}
-
-pub(crate) fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
-    std::mem::discriminant(v).hash(h);
-    match v {
-        Value::Undefined | Value::Error => {}
-        Value::Bool(b) => b.hash(h),
-        Value::Int(i) => i.hash(h),
-        Value::Real(r) => r.to_bits().hash(h),
-        Value::Str(s) => s.hash(h),
-        Value::List(l) => {
-            for x in l.iter() {
-                hash_value(x, h);
-            }
-        }
-        Value::Ad(a) => a.len().hash(h),
-        Value::AbsTime { secs, offset_secs } => {
-            secs.hash(h);
-            offset_secs.hash(h);
-        }
-        Value::RelTime(r) => r.to_bits().hash(h),
-        #[allow(unreachable_patterns)]
-        other => other.to_string().hash(h),
-    }
-}
-
-/// Key of an ad restricted to the significant names, from its expressions for them (in the
-/// order of the names); a hit is confirmed by [`Interner`].
-pub(crate) fn view_key<'e>(view: impl Iterator<Item = Option<&'e Expr>>, extra: u64) -> u64 {
-    let mut h = FxHasher::default();
-    extra.hash(&mut h);
-    for e in view {
-        match e {
-            Some(e) => {
-                1u8.hash(&mut h);
-                hash_expr(e, &mut h);
-            }
-            None => 0u8.hash(&mut h),
-        }
-    }
-    h.finish()
-}
-
-/// A class's representative expressions (one per significant name) and the class id.
-type ClassRep = (Vec<Option<Expr>>, usize);
-
-/// Interning of slot ads into classes: slots that agree on every significant name (and the
-/// partitionable flag) sort and match alike, so candidates are evaluated once per class.
-/// `(hash) -> [(representative's expressions, class id)]`; a hash hit is confirmed name by
-/// name, so a class never mixes different slots.
-#[derive(Default)]
-pub(crate) struct Interner {
-    map: HashMap<u64, Vec<ClassRep>>,
-    pub count: usize,
-}
-
-impl Interner {
-    /// Class of `ad` (its expressions for `names` looked up here).
-    pub fn intern(&mut self, ad: &ClassAd, names: &[(String, u64)], extra: u64) -> usize {
-        let view: Vec<Option<&Expr>> = names
-            .iter()
-            .map(|(n, nh)| ad.lookup_hashed(n, *nh))
-            .collect();
-        self.intern_view(&view, extra)
-    }
-
-    /// Class of an ad whose expressions for the significant names are `view`.
-    pub fn intern_view(&mut self, view: &[Option<&Expr>], extra: u64) -> usize {
-        let k = view_key(view.iter().copied(), extra);
-        let bucket = self.map.entry(k).or_default();
-        for (rep, id) in bucket.iter() {
-            let same = rep.iter().zip(view).all(|(x, y)| match (x, y) {
-                (Some(x), Some(y)) => x.same_as(y),
-                (None, None) => true,
-                _ => false,
-            });
-            if same {
-                return *id;
-            }
-        }
-        let id = self.count;
-        self.count += 1;
-        bucket.push((view.iter().map(|e| e.cloned()).collect(), id));
-        id
-    }
-}
-
-/// A job's place among its submitter's jobs, ascending (see [`job_order`]).
-pub(crate) type JobOrder = (i64, i64, i64, i64, i64, i64, i64, i64);
-
 /// Job order keys (HTCondor: PreJobPrio1, PreJobPrio2, JobPrio, PostJobPrio1, PostJobPrio2
 /// descending; then QDate, ClusterId, ProcId ascending). Stored so that ascending sort works.
-pub(crate) fn job_order(j: &JobScan, cluster: i64, proc: i64) -> JobOrder {
+pub(super) fn job_order(j: &JobScan, cluster: i64, proc: i64) -> JobOrder {
     let v = |f: usize| j.num(f).map(|v| v as i64);
     (
         -v(field::PRE1).unwrap_or(i64::MIN + 1),
@@ -474,124 +606,4 @@ pub(crate) fn job_order(j: &JobScan, cluster: i64, proc: i64) -> JobOrder {
         cluster,
         proc,
     )
-}
-
-/// Autoclusters: jobs of one submitter whose non-literal attributes are identical
-/// (fingerprint) and whose literal values agree on every significant name.
-///
-/// A job is read once: the significant names are looked up with their precomputed hashes,
-/// the key hashes what was found, and a key hit is confirmed against the autocluster's
-/// representative value by value (shared expressions, as ads read through a
-/// `classad::AttrCache` have, compare by pointer first). Jobs differing only in an
-/// insignificant expression land in different autoclusters, which costs a little speed but
-/// never correctness.
-pub(crate) struct AcTable<'e> {
-    /// Key -> first autocluster with that key; further ones chain through `next`.
-    heads: HashMap<u64, usize, FxBuild>,
-    next: Vec<usize>,
-    submitter: Vec<usize>,
-    fingerprint: Vec<u64>,
-    /// Per autocluster, `stride` entries: the representative's expression for each
-    /// significant name (None when absent).
-    views: Vec<Option<&'e Expr>>,
-    stride: usize,
-}
-
-impl<'e> AcTable<'e> {
-    pub fn new(stride: usize) -> Self {
-        AcTable {
-            heads: HashMap::default(),
-            next: Vec::new(),
-            submitter: Vec::new(),
-            fingerprint: Vec::new(),
-            views: Vec::new(),
-            stride,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.submitter.len()
-    }
-
-    /// Autocluster of a job (a new one is numbered `len()`), and whether it is new. `view`
-    /// holds the job's expression for each significant name (see [`scan_job`]).
-    pub fn assign(
-        &mut self,
-        view: &[Option<&'e Expr>],
-        submitter: usize,
-        fingerprint: u64,
-    ) -> (usize, bool) {
-        debug_assert_eq!(view.len(), self.stride);
-        let mut h = FxHasher::default();
-        h.write_usize(submitter);
-        h.write_u64(fingerprint);
-        for e in view {
-            match e {
-                Some(Expr::Lit(v)) => {
-                    h.write_u8(1);
-                    hash_value(v, &mut h);
-                }
-                Some(_) => h.write_u8(2),
-                None => h.write_u8(0),
-            }
-        }
-        let key = h.finish();
-        let mut at = self.heads.get(&key).copied();
-        let mut last = None;
-        while let Some(id) = at {
-            if self.submitter[id] == submitter
-                && self.fingerprint[id] == fingerprint
-                && self.same_view(id, view)
-            {
-                return (id, false);
-            }
-            last = Some(id);
-            at = Some(self.next[id]).filter(|&x| x != usize::MAX);
-        }
-        let id = self.len();
-        self.submitter.push(submitter);
-        self.fingerprint.push(fingerprint);
-        self.next.push(usize::MAX);
-        self.views.extend_from_slice(view);
-        match last {
-            Some(l) => self.next[l] = id,
-            None => {
-                self.heads.insert(key, id);
-            }
-        }
-        (id, true)
-    }
-
-    /// Does a job with `view` agree with autocluster `id` on every significant name?
-    /// Non-literal expressions are covered by the fingerprint (every non-literal attribute
-    /// is part of it); literals must be the same value.
-    fn same_view(&self, id: usize, view: &[Option<&'e Expr>]) -> bool {
-        let rep = &self.views[id * self.stride..(id + 1) * self.stride];
-        rep.iter().zip(view).all(|(a, b)| match (a, b) {
-            (None, None) => true,
-            (Some(x), Some(y)) => {
-                std::ptr::eq(*x, *y)
-                    || match (x, y) {
-                        (Expr::Lit(p), Expr::Lit(q)) => p == q,
-                        (Expr::Lit(_), _) | (_, Expr::Lit(_)) => false,
-                        _ => true,
-                    }
-            }
-            _ => false,
-        })
-    }
-}
-
-/// Fingerprint of the non-literal attributes of an ad (names case-insensitive).
-pub(crate) fn nonliteral_fingerprint(ad: &ClassAd) -> u64 {
-    let mut fp = FxHasher::default();
-    for (n, e) in ad.iter() {
-        if !matches!(e, Expr::Lit(_)) {
-            for b in n.bytes() {
-                fp.write_u8(b.to_ascii_lowercase());
-            }
-            hash_expr(e, &mut fp);
-        }
-    }
-    fp.finish()
 }

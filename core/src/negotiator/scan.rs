@@ -1,7 +1,8 @@
-//! One pass over a job or slot ad: each attribute is classified as it is iterated (a job
-//! field, a significant name, both or neither) instead of being looked up name by name, so
-//! that every ad's scattered attributes are read once per cycle.
-use super::prep::{hash_expr, number, string, truth, FxHasher};
+//! Reading ads: one pass over a job or slot ad, where each attribute is classified as it is
+//! iterated (a job field, a significant name, both or neither) instead of being looked up
+//! name by name, so that every ad's scattered attributes are read once per cycle; and the
+//! readers of single attributes (pre-hashed names, literals borrowed rather than evaluated).
+use super::keys::{hash_expr, FxHasher};
 use classad::{ClassAd, Expr, Value};
 use std::borrow::Cow;
 use std::hash::Hasher;
@@ -196,5 +197,133 @@ impl<'e> JobScan<'e> {
     #[inline]
     pub fn str(&self, f: usize) -> Option<Cow<'e, str>> {
         string(self.value(f))
+    }
+}
+
+/// An attribute name with its case-insensitive hash computed once per cycle rather than once
+/// per ad (preparation reads a dozen names from each of tens of thousands of job ads):
+/// classad's own [`classad::Name`], looked up with [`ClassAd::lookup_by_name`].
+pub(crate) type HName = classad::Name;
+
+/// The names preparation reads from every slot ad.
+pub(crate) struct SlotNames {
+    pub absent: HName,
+    pub offline: HName,
+    pub state: HName,
+    pub activity: HName,
+    pub partitionable: HName,
+    pub preempting_group: HName,
+    pub preempting_user: HName,
+    pub accounting_group: HName,
+    pub remote_user: HName,
+    pub limits: HName,
+    pub retirement: HName,
+    pub preempting_rank: HName,
+    pub current_rank: HName,
+    pub name: HName,
+}
+
+impl SlotNames {
+    pub fn new() -> Self {
+        SlotNames {
+            absent: HName::new("Absent"),
+            offline: HName::new("Offline"),
+            state: HName::new("State"),
+            activity: HName::new("Activity"),
+            partitionable: HName::new("PartitionableSlot"),
+            preempting_group: HName::new("PreemptingAccountingGroup"),
+            preempting_user: HName::new("PreemptingUser"),
+            accounting_group: HName::new("AccountingGroup"),
+            remote_user: HName::new("RemoteUser"),
+            limits: HName::new("ConcurrencyLimits"),
+            retirement: HName::new("RetirementTimeRemaining"),
+            preempting_rank: HName::new("PreemptingRank"),
+            current_rank: HName::new("CurrentRank"),
+            name: HName::new("Name"),
+        }
+    }
+}
+
+/// The value of a pre-hashed attribute: a literal is borrowed (no clone, no allocation),
+/// anything else is evaluated.
+#[inline]
+pub(crate) fn value_h<'e>(ad: &'e ClassAd, n: &HName) -> Cow<'e, Value> {
+    match ad.lookup_by_name(n) {
+        Some(Expr::Lit(v)) => Cow::Borrowed(v),
+        Some(_) => Cow::Owned(ad.eval_attr(n.as_str())),
+        None => Cow::Owned(Value::Undefined),
+    }
+}
+
+#[inline]
+pub(crate) fn num_h(ad: &ClassAd, n: &HName) -> Option<f64> {
+    number(&value_h(ad, n))
+}
+
+/// A value as a number, as preparation reads numeric attributes (booleans count as 0/1).
+#[inline]
+pub(crate) fn number(v: &Value) -> Option<f64> {
+    match *v {
+        Value::Int(i) => Some(i as f64),
+        Value::Real(r) => Some(r),
+        Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+#[inline]
+pub(crate) fn bool_h(ad: &ClassAd, n: &HName) -> Option<bool> {
+    truth(&value_h(ad, n))
+}
+
+/// A value as a flag (a boolean, or an integer that is not 0).
+#[inline]
+pub(crate) fn truth(v: &Value) -> Option<bool> {
+    match *v {
+        Value::Bool(b) => Some(b),
+        Value::Int(i) => Some(i != 0),
+        _ => None,
+    }
+}
+
+/// A string attribute, borrowed from the ad when it is a literal.
+#[inline]
+pub(crate) fn str_h<'e>(ad: &'e ClassAd, n: &HName) -> Option<Cow<'e, str>> {
+    string(value_h(ad, n))
+}
+
+/// A string value, still borrowed if it was.
+#[inline]
+pub(crate) fn string(v: Cow<'_, Value>) -> Option<Cow<'_, str>> {
+    match v {
+        Cow::Borrowed(Value::Str(s)) => Some(Cow::Borrowed(&**s)),
+        Cow::Owned(Value::Str(s)) => Some(Cow::Owned(s.to_string())),
+        _ => None,
+    }
+}
+
+/// The value of an attribute: literals are read directly (the common case in dumps), anything
+/// else is evaluated.
+pub(crate) fn attr_value(ad: &ClassAd, name: &str) -> Value {
+    match ad.lookup(name) {
+        Some(Expr::Lit(v)) => v.clone(),
+        Some(_) => ad.eval_attr(name),
+        None => Value::Undefined,
+    }
+}
+
+pub(crate) fn eval_str(ad: &ClassAd, name: &str) -> Option<String> {
+    match attr_value(ad, name) {
+        Value::Str(s) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+pub(crate) fn eval_num(ad: &ClassAd, name: &str) -> Option<f64> {
+    match attr_value(ad, name) {
+        Value::Int(i) => Some(i as f64),
+        Value::Real(r) => Some(r),
+        Value::Bool(b) => Some(if b { 1.0 } else { 0.0 }),
+        _ => None,
     }
 }

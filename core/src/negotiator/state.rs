@@ -1,0 +1,135 @@
+//! What matching changes as the cycle runs: slots taken or carved, jobs matched, usage of
+//! submitters and groups, concurrency limits in use.
+//!
+//! HTCondor keeps this in several places: matched static slots leave the startd ad list
+//! (negotiate() erases the offer), a partitionable slot's ad shrinks (matchmakingProtocol and
+//! the consumption policy's cp_deduct_assets), and the accountant's usage of the submitter,
+//! its group and the preempted user moves with each match (so that calculateSubmitterLimit,
+//! the group quota checks of negotiateWithGroup and the `*ResourcesInUse` attributes see it).
+//! Here it is one value, changed only by [`State::take`] (a match) and the autoregroup round's
+//! bookkeeping; [`super::tables::Tables`] holds what never changes.
+use super::candidates::Choice;
+use super::groups::GroupTree;
+use super::keys::Interner;
+use super::limits::LimitUsage;
+use super::scan::eval_num;
+use super::tables::Tables;
+use classad::{ClassAd, Value};
+use std::rc::Rc;
+
+/// The changing part of the cycle.
+pub(super) struct State {
+    /// Per slot of [`Tables::slots`].
+    pub slots: Vec<SlotState>,
+    /// Per job of [`Tables::jobs`]: matched in this cycle.
+    pub job_done: Vec<bool>,
+    /// Per submitter of [`Tables::subs`].
+    pub subs: Vec<SubmitterUse>,
+    pub groups: GroupTree,
+    /// Slot classes: slots that agree on every significant attribute. A partitionable slot
+    /// changes class when it is carved, so classes are added as the cycle runs.
+    pub classes: Interner,
+    /// Idle (unclaimed or partitionable) slots per class, in input order; busy slots are
+    /// listed in [`Tables::busy`].
+    pub class_members: Vec<Rc<Vec<u32>>>,
+    pub limit_usage: LimitUsage,
+    /// Set while the `<none>` round runs with the submitters of `GROUP_AUTOREGROUP` groups
+    /// added: their jobs then see `SubmitterAutoregroup = true`.
+    pub autoregroup_round: bool,
+}
+
+/// What has happened to a slot in this cycle.
+#[derive(Clone, Debug)]
+pub(super) struct SlotState {
+    /// The slot ad as matchmaking sees it: the input ad with the `Remote*` attributes the
+    /// negotiator inserts and, for a partitionable slot, what is left after carving.
+    pub ad: ClassAd,
+    /// Its slot class (index into [`State::classes`]).
+    pub class: usize,
+    /// Matched (a static slot) or used up (a partitionable slot).
+    pub taken: bool,
+}
+
+/// A submitter's usage, as the accountant would count it during the cycle.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct SubmitterUse {
+    /// Weighted slots in use: claimed at the start, plus matches, minus preempted slots.
+    pub usage: f64,
+    /// Usage not counted against the submitter's pie slice in the current round: in the
+    /// autoregroup round, what it matched earlier in this cycle under its own group.
+    pub uncounted: f64,
+}
+
+impl State {
+    /// Does any slot remain to be matched?
+    pub fn any_slot_left(&self) -> bool {
+        self.slots.iter().any(|s| !s.taken)
+    }
+
+    /// Has submitter `sub` an idle job not matched yet?
+    pub fn has_idle(&self, t: &Tables, sub: usize) -> bool {
+        t.subs[sub].jobs.iter().any(|&k| !self.job_done[k])
+    }
+
+    /// Job `k` of submitter `sub` takes the chosen slot. A static slot is taken, and a
+    /// preempted user loses its weight of usage (as does its group) and the concurrency limits
+    /// its job held; a partitionable slot is carved (what is left stays, in the class it now
+    /// belongs to) and is used up when no cpu is left. The match's cost counts as the
+    /// submitter's and its group's usage, its limits as in use. Returns the preempted user.
+    pub fn take(&mut self, t: &Tables, k: usize, sub: usize, choice: &Choice) -> Option<usize> {
+        let (si, cost, req) = (choice.si, choice.cost, choice.req);
+        self.job_done[k] = true;
+        let info = &t.slots[si];
+        let mut preempted = None;
+        if info.pslot {
+            let s = &mut self.slots[si];
+            let left =
+                |n: &str, used: f64, ad: &ClassAd| (eval_num(ad, n).unwrap_or(0.0) - used).max(0.0);
+            let (c, m, d) = (
+                left("Cpus", req.0, &s.ad),
+                left("Memory", req.1, &s.ad),
+                left("Disk", req.2, &s.ad),
+            );
+            s.ad.insert_value("Cpus", num_value(c));
+            s.ad.insert_value("Memory", num_value(m));
+            s.ad.insert_value("Disk", num_value(d));
+            let old = s.class;
+            let class = self.classes.intern(&s.ad, &t.names, 1);
+            s.class = class;
+            if class != old {
+                Rc::make_mut(&mut self.class_members[old]).retain(|&x| x as usize != si);
+                if self.class_members.len() <= class {
+                    self.class_members.resize(class + 1, Rc::default());
+                }
+                Rc::make_mut(&mut self.class_members[class]).push(si as u32);
+            }
+            if c <= 0.0 {
+                self.slots[si].taken = true;
+            }
+        } else {
+            self.slots[si].taken = true;
+            if let Some(r) = info.remote {
+                preempted = Some(r);
+                let w = info.weight;
+                self.subs[r].usage = (self.subs[r].usage - w).max(0.0);
+                let g = t.subs[r].group;
+                self.groups.nodes[g].usage = (self.groups.nodes[g].usage - w).max(0.0);
+                self.limit_usage.remove(&info.running_limits);
+            }
+        }
+        self.limit_usage.add(&choice.limits);
+        self.subs[sub].usage += cost;
+        let g = t.subs[sub].group;
+        self.groups.nodes[g].usage += cost;
+        preempted
+    }
+}
+
+/// A carved resource's new value: an integer when it is one (as the startd advertises it).
+fn num_value(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        Value::Int(v as i64)
+    } else {
+        Value::Real(v)
+    }
+}

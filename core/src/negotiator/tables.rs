@@ -1,0 +1,119 @@
+//! The cycle's immutable tables: what preparation ([`super::prep`]) builds from the input and
+//! nothing changes afterwards.
+//!
+//! HTCondor's negotiationTime gathers the same facts once per cycle before it negotiates: the
+//! startd ads it kept after trimStartdAds (with what addRemoteUserPrios learned of their
+//! users), the pie's size from sumSlotWeights, each submitter's priority, factor, floor and
+//! ceiling as the accountant had them, and the idle jobs grouped into autoclusters. What the
+//! cycle changes as it matches (a slot taken or carved, a submitter's usage) lives in
+//! [`super::state::State`] instead, so that anything read from here is known to be the same
+//! at the end of the cycle as at its start.
+use super::config::NegotiatorConfig;
+use super::matchmaking::RankConds;
+use super::NegotiationInput;
+use classad::Expr;
+
+/// Everything preparation decided, read-only for the rest of the cycle.
+pub(super) struct Tables<'a> {
+    pub cfg: &'a NegotiatorConfig,
+    pub input: &'a NegotiationInput,
+    pub now: i64,
+    /// The slots left after trimming, in input order.
+    pub slots: Vec<SlotInfo>,
+    /// Claimed slots (candidates only for preemption), in input order; idle slots are listed
+    /// per class in [`super::state::State::class_members`].
+    pub busy: Vec<u32>,
+    /// The idle jobs, in input order.
+    pub jobs: Vec<Job>,
+    pub acs: Vec<AutoCluster>,
+    pub subs: Vec<Submitter>,
+    /// The significant attribute names (lower case, with their case-insensitive hash): slot
+    /// classes and autoclusters are keyed on them.
+    pub names: Vec<(String, u64)>,
+    /// Hierarchical group quotas are configured (more groups than the root `<none>`).
+    pub hgq: bool,
+    /// Some expression reads a `*ResourcesInUse` attribute the negotiator inserts: those change
+    /// with every match, so evaluations cannot be cached across matches.
+    pub volatile: bool,
+    /// The pie: the SlotWeight of every slot the negotiator owns, busy ones included.
+    pub total_weight: f64,
+    /// The smallest positive SlotWeight (1 when there is none).
+    pub min_weight: f64,
+    pub rank_conds: RankConds,
+}
+
+/// What a slot is (as opposed to [`super::state::SlotState`], what has happened to it).
+#[derive(Clone, Debug)]
+pub(super) struct SlotInfo {
+    /// Index of the slot ad in the input.
+    pub input: usize,
+    pub name: String,
+    pub pslot: bool,
+    pub weight: f64,
+    /// The submitter running on it (claimed static slots only).
+    pub remote: Option<usize>,
+    /// `CurrentRank` (set from `PreemptingRank` when there is one, as HTCondor's
+    /// addRemoteUserPrios does) when it is a number; `None` makes the rank conditions
+    /// evaluate in full (an undefined CurrentRank never lets the startd prefer a job).
+    pub current_rank: Option<f64>,
+    /// Concurrency limits its running job holds.
+    pub running_limits: Vec<(String, f64)>,
+}
+
+/// A submitter as the cycle found it: identity, priorities and its idle jobs.
+#[derive(Clone, Debug)]
+pub(super) struct Submitter {
+    pub name: String,
+    /// Its accounting group (index into the group tree; 0 is `<none>`).
+    pub group: usize,
+    /// Effective user priority (real priority times factor).
+    pub eup: f64,
+    pub rup: f64,
+    pub factor: f64,
+    pub floor: f64,
+    pub ceiling: Option<f64>,
+    /// Weighted slots it was using at the start of the cycle.
+    pub usage_before: f64,
+    /// Its idle jobs (indices into [`Tables::jobs`]) in negotiation order.
+    pub jobs: Vec<usize>,
+    pub idle: usize,
+}
+
+/// How a job's concurrency limits are declared.
+#[derive(Clone, Debug)]
+pub(super) enum JobLimits {
+    None,
+    Fixed(Vec<(String, f64)>),
+    /// `ConcurrencyLimitsExpr`, evaluated against each candidate slot.
+    Expr(Expr),
+    /// Unusable (bad name, or both forms set); the job is never matched.
+    Invalid(String),
+}
+
+/// One idle job.
+#[derive(Clone, Debug)]
+pub(super) struct Job {
+    /// Index of the job ad in the input.
+    pub index: usize,
+    pub cluster: i64,
+    pub proc: i64,
+    pub submitter: usize,
+    /// Its autocluster (index into [`Tables::acs`]).
+    pub ac: usize,
+    /// Sort key within the submitter (see [`super::prep::job_order`]).
+    pub order: JobOrder,
+    pub limits: JobLimits,
+    /// `RequestCpus` (1 without slot weights): what it asks of its group's quota.
+    pub request_weight: f64,
+}
+
+/// A job's place among its submitter's jobs, ascending (see [`super::prep::job_order`]).
+pub(super) type JobOrder = (i64, i64, i64, i64, i64, i64, i64, i64);
+
+/// One autocluster: jobs of one submitter that look the same to matchmaking.
+#[derive(Clone, Debug)]
+pub(super) struct AutoCluster {
+    /// Index into the input job list of the representative job.
+    pub rep: usize,
+    pub submitter: usize,
+}
