@@ -129,8 +129,15 @@ fn main() {
             "(TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && (TARGET.Memory >= RequestMemory) && (TARGET.KFlops >= 1000000)"
         };
         a.insert_expr_str("Requirements", req).unwrap();
-        a.insert_expr_str("Rank", if kind.is_multiple_of(2) { "TARGET.KFlops" } else { "0" })
-            .unwrap();
+        a.insert_expr_str(
+            "Rank",
+            if kind.is_multiple_of(2) {
+                "TARGET.KFlops"
+            } else {
+                "0"
+            },
+        )
+        .unwrap();
         jobs.push(a);
     }
     let mut cfg = NegotiatorConfig::default();

@@ -4,7 +4,7 @@
 //! count in `aerie_core::negotiator`): every slot in state `Claimed` (or `Preempting`) that is not
 //! a partitionable slot charges its `SlotWeight` (else `Cpus`, else 1; 1 when slot weights are
 //! off) to the slot's `AccountingGroup` if it has one, else to its `RemoteUser`.
-use aerie_core::accountant::Usage;
+use aerie_core::accountant::{bounded_slot_weight, Usage};
 use classad::{ClassAd, Value};
 use std::collections::BTreeMap;
 
@@ -20,7 +20,8 @@ fn nonempty_str(ad: &ClassAd, name: &str) -> Option<String> {
     super::snapshot::attr_str(ad, name).filter(|s| !s.is_empty())
 }
 
-/// The weight a slot charges.
+/// The weight a slot charges, bounded ([`bounded_slot_weight`]) so that no slot ad can make a
+/// submitter's usage unbounded.
 pub fn slot_weight(ad: &ClassAd, use_slot_weights: bool) -> f64 {
     if !use_slot_weights {
         return 1.0;
@@ -28,6 +29,7 @@ pub fn slot_weight(ad: &ClassAd, use_slot_weights: bool) -> f64 {
     num(ad, "SlotWeight")
         .or_else(|| num(ad, "Cpus"))
         .filter(|w| *w >= 0.0)
+        .map(bounded_slot_weight)
         .unwrap_or(1.0)
 }
 
@@ -100,5 +102,38 @@ mod tests {
         // Without slot weights every slot counts 1.
         let u = claimed_usage(&slots, false);
         assert_eq!(u[0].weighted_slots, 2.0);
+    }
+
+    /// Issue 13's poison pill: claimed slots advertising `SlotWeight = 1e308` used to make a
+    /// submitter's accumulated usage infinite, which JSON writes as `null`, so the next
+    /// snapshot could not be read and the CM could not restart.
+    #[test]
+    fn an_absurd_slot_weight_cannot_poison_the_replicated_ledger() {
+        use aerie_core::accountant::{AccountantCommand, MAX_SLOT_WEIGHT};
+        use aerie_core::state::{Command, PoolState, Request};
+        let slots: Vec<ClassAd> = (0..2)
+            .map(|i| {
+                ad(&format!(
+                    "Name = \"s{i}\"\nState = \"Claimed\"\nRemoteUser = \"mallory@p\"\nSlotWeight = 1e308\n"
+                ))
+            })
+            .collect();
+        let usage = claimed_usage(&slots, true);
+        assert_eq!(usage[0].weighted_slots, 2.0 * MAX_SLOT_WEIGHT);
+        let mut state = PoolState::default();
+        for now in [1_000, 1_000 + 86_400 * 365] {
+            let r = state.apply(&Request::new(Command::Accountant(
+                AccountantCommand::Tick {
+                    now,
+                    usage: usage.clone(),
+                },
+            )));
+            assert!(r.ok, "{r:?}");
+        }
+        let rec = state.accountant.record("mallory@p").expect("charged");
+        assert!(rec.accumulated_usage.is_finite() && rec.accumulated_usage > 0.0);
+        let json = serde_json::to_string(&state).expect("encode");
+        let back: PoolState = serde_json::from_str(&json).expect("the state reads back");
+        assert_eq!(back, state);
     }
 }

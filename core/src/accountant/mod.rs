@@ -32,6 +32,32 @@ pub const ROOT_GROUP: &str = "<none>";
 /// Submitter-name prefix HTCondor gives `nice_user` jobs.
 pub const NICE_USER_PREFIX: &str = "nice-user";
 
+/// The largest value an admin may give a priority, factor, floor, ceiling or accumulated
+/// usage, and a configuration a factor. Far above any real pool's numbers (HTCondor's largest
+/// default factor is 1e10), and low enough that no product or sum of ledger values leaves the
+/// finite numbers: an infinite value would be written to JSON as `null`, and a snapshot
+/// holding one could not be read back, so the CM could not restart.
+pub const MAX_LEDGER_VALUE: f64 = 1e15;
+
+/// The most weighted slots one submitter may be charged for in one tick (a bound far above any
+/// pool; a tick above it is refused as malformed rather than charged).
+pub const MAX_WEIGHTED_SLOTS: f64 = 1e12;
+
+/// The most one slot may weigh (`SlotWeight`, else `Cpus`). A slot ad is the pool's input to
+/// the ledger and to the pie: one ad advertising `SlotWeight = 1e308` must not make a usage
+/// infinite. Every reader of a slot's weight bounds it with [`bounded_slot_weight`].
+pub const MAX_SLOT_WEIGHT: f64 = 1e6;
+
+/// A slot weight as the ledger and the negotiator use it: between 0 and [`MAX_SLOT_WEIGHT`],
+/// and 1 when it is not a number.
+pub fn bounded_slot_weight(w: f64) -> f64 {
+    if w.is_nan() {
+        1.0
+    } else {
+        w.clamp(0.0, MAX_SLOT_WEIGHT)
+    }
+}
+
 /// Accountant configuration; `Default` is HTCondor 23.9.6's built-in configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AccountantParams {
@@ -78,7 +104,7 @@ impl AccountantParams {
     /// Checks the values an admin could get wrong, naming the knob.
     pub fn validate(&self) -> Result<(), AccountantError> {
         let check = |what: &str, v: f64, min: f64| {
-            if !v.is_finite() || v < min {
+            if !v.is_finite() || v < min || v > MAX_LEDGER_VALUE {
                 Err(AccountantError::BadValue {
                     what: what.to_string(),
                     value: v,
@@ -87,7 +113,10 @@ impl AccountantParams {
                 Ok(())
             }
         };
-        if !(self.priority_halflife.is_finite() && self.priority_halflife > 0.0) {
+        if !(self.priority_halflife.is_finite()
+            && self.priority_halflife > 0.0
+            && self.priority_halflife <= MAX_LEDGER_VALUE)
+        {
             return Err(AccountantError::BadValue {
                 what: "PRIORITY_HALFLIFE".into(),
                 value: self.priority_halflife,
@@ -510,8 +539,9 @@ impl Accountant {
             .ok_or_else(|| AccountantError::UnknownSubmitter(name.to_string()))
     }
 
+    /// A value an edit sets: finite, at least `min`, at most [`MAX_LEDGER_VALUE`].
     fn finite(what: &str, v: f64, min: f64) -> Result<(), AccountantError> {
-        if !v.is_finite() || v < min {
+        if !v.is_finite() || v < min || v > MAX_LEDGER_VALUE {
             return Err(AccountantError::BadValue {
                 what: what.to_string(),
                 value: v,
@@ -567,7 +597,7 @@ impl Accountant {
             }
             C::SetCeiling { name, value } => {
                 Self::check_name(name)?;
-                if !value.is_finite() {
+                if !value.is_finite() || *value > MAX_LEDGER_VALUE {
                     return Err(AccountantError::BadValue {
                         what: "ceiling".into(),
                         value: *value,
@@ -625,13 +655,23 @@ impl Accountant {
         let mut per_sub: BTreeMap<&str, f64> = BTreeMap::new();
         for u in usage {
             Self::check_name(&u.submitter)?;
-            if !u.weighted_slots.is_finite() || u.weighted_slots < 0.0 {
+            if !u.weighted_slots.is_finite()
+                || u.weighted_slots < 0.0
+                || u.weighted_slots > MAX_WEIGHTED_SLOTS
+            {
                 return Err(AccountantError::BadValue {
                     what: format!("weighted slots in use by {}", u.submitter),
                     value: u.weighted_slots,
                 });
             }
-            *per_sub.entry(u.submitter.as_str()).or_insert(0.0) += u.weighted_slots;
+            let sum = per_sub.entry(u.submitter.as_str()).or_insert(0.0);
+            *sum += u.weighted_slots;
+            if *sum > MAX_WEIGHTED_SLOTS {
+                return Err(AccountantError::BadValue {
+                    what: format!("weighted slots in use by {}", u.submitter),
+                    value: *sum,
+                });
+            }
         }
         // Direct usage per group and subtree usage per group.
         let mut direct: BTreeMap<String, f64> = BTreeMap::new();
@@ -684,7 +724,8 @@ impl Accountant {
             if dt > 0 {
                 let old = r.real_priority.max(MIN_PRIORITY);
                 r.real_priority = (old * beta + prio_usage * (1.0 - beta)).max(MIN_PRIORITY);
-                r.accumulated_usage += used * dt as f64;
+                // Bounded so that no number of ticks makes it infinite (see MAX_LEDGER_VALUE).
+                r.accumulated_usage = (r.accumulated_usage + used * dt as f64).min(f64::MAX / 2.0);
                 if r.accumulated_usage > 0.0 && r.begin_usage_time == 0 {
                     r.begin_usage_time = now;
                 }

@@ -23,6 +23,7 @@ use super::outcome::MatchReason;
 use super::scan::{eval_num, HName};
 use super::state::State;
 use super::tables::Tables;
+use crate::accountant::bounded_slot_weight;
 use classad::{ClassAd, Expr, Value};
 
 /// Resources a job requests of a slot: (cpus, memory MB, disk KB), quantized as the startd
@@ -210,9 +211,9 @@ pub(super) fn match_cost(t: &Tables, st: &State, si: usize, req: Request) -> f64
             d.insert_value("Cpus", Value::Real(req.0));
             d.insert_value("Memory", Value::Real(req.1));
             d.insert_value("Disk", Value::Real(req.2));
-            d.eval_expr(&e.clone()).as_number().unwrap_or(req.0)
+            bounded_slot_weight(d.eval_expr(&e.clone()).as_number().unwrap_or(req.0))
         }
-        None => req.0,
+        None => bounded_slot_weight(req.0),
     }
 }
 

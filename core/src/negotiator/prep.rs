@@ -30,7 +30,7 @@ use super::scan::*;
 use super::state::{SlotState, State, SubmitterUse};
 use super::tables::*;
 use super::NegotiationInput;
-use crate::accountant::{assign_group, Accountant};
+use crate::accountant::{assign_group, bounded_slot_weight, Accountant};
 use classad::{ClassAd, Expr, Value};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hasher;
@@ -481,17 +481,18 @@ impl Submitters<'_> {
     }
 }
 
-/// A slot's weight: `SlotWeight` (else `Cpus`) with `NEGOTIATOR_USE_SLOT_WEIGHTS`, else 1.
+/// A slot's weight: `SlotWeight` (else `Cpus`) with `NEGOTIATOR_USE_SLOT_WEIGHTS`, else 1;
+/// bounded as the ledger bounds it.
 fn slot_weight(cfg: &NegotiatorConfig, ad: &ClassAd) -> f64 {
     if !cfg.use_slot_weights {
         return 1.0;
     }
     static NAMES: std::sync::OnceLock<(HName, HName)> = std::sync::OnceLock::new();
     let (w, c) = NAMES.get_or_init(|| (HName::new("SlotWeight"), HName::new("Cpus")));
-    match ad.lookup_by_name(w) {
+    bounded_slot_weight(match ad.lookup_by_name(w) {
         Some(_) => num_h(ad, w).unwrap_or(1.0),
         None => num_h(ad, c).unwrap_or(1.0),
-    }
+    })
 }
 
 /// `NEGOTIATOR_CROSS_SLOT_PRIOS`: every slot ad gets, for each slot N of its machine

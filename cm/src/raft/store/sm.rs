@@ -11,7 +11,7 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageError, St
 use rocksdb::{WriteBatch, DB};
 use serde::{Deserialize, Serialize};
 use std::io::Cursor;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 const KEY_SNAP_META: &[u8] = b"snapshot_meta";
 const KEY_SNAP_DATA: &[u8] = b"snapshot_data";
@@ -37,14 +37,18 @@ struct SnapshotBody {
     state: PoolState,
 }
 
-#[derive(Clone)]
 /// openraft's state machine: the applied `PoolState` in memory, shared with readers, and its
 /// snapshots in RocksDB.
+#[derive(Clone)]
 pub struct StateMachineStore {
     db: Arc<DB>,
     shared: SharedState,
     /// Distinguishes snapshots built at the same log id.
     snapshot_seq: u64,
+    /// Held while a snapshot is compared with the stored one and saved: a snapshot built
+    /// from older state (by a builder, a clone of this store) must never replace a newer one
+    /// installed meanwhile, or a restart after the log is purged finds entries missing.
+    saving: Arc<Mutex<()>>,
 }
 
 fn read_err<E: std::error::Error + 'static>(e: E) -> StorageError<NodeId> {
@@ -60,6 +64,7 @@ impl StateMachineStore {
             db,
             shared: Arc::new(RwLock::new(Applied::default())),
             snapshot_seq: 0,
+            saving: Arc::new(Mutex::new(())),
         };
         if let Some((meta, data)) = s.load_snapshot().context("reading the stored snapshot")? {
             let body: SnapshotBody =
@@ -83,7 +88,7 @@ impl StateMachineStore {
             .expect("meta column family is created at open")
     }
 
-    fn load_snapshot(&self) -> anyhow::Result<Option<(SnapshotMeta, Vec<u8>)>> {
+    pub(super) fn load_snapshot(&self) -> anyhow::Result<Option<(SnapshotMeta, Vec<u8>)>> {
         let meta = self.db.get_cf(self.cf_meta(), KEY_SNAP_META)?;
         let data = self.db.get_cf(self.cf_meta(), KEY_SNAP_DATA)?;
         match (meta, data) {
@@ -92,8 +97,31 @@ impl StateMachineStore {
         }
     }
 
-    /// Stores a snapshot (meta and data in one synced batch).
-    fn save_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> SResult<()> {
+    /// Stores a snapshot (meta and data in one synced batch), unless the stored one already
+    /// covers more of the log; returns whether it was stored.
+    pub(super) fn save_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> SResult<bool> {
+        let _saving = self.saving.lock().unwrap_or_else(|p| p.into_inner());
+        let write_err = |e: &dyn std::error::Error| StorageError::IO {
+            source: StorageIOError::write_snapshot(
+                Some(meta.signature()),
+                openraft::AnyError::error(e.to_string()),
+            ),
+        };
+        let stored: Option<SnapshotMeta> = self
+            .db
+            .get_cf(self.cf_meta(), KEY_SNAP_META)
+            .map_err(|e| write_err(&e))?
+            .and_then(|m| serde_json::from_slice(&m).ok());
+        if let Some(stored) = stored {
+            if stored.last_log_id > meta.last_log_id {
+                tracing::info!(
+                    stored = ?stored.last_log_id,
+                    built = ?meta.last_log_id,
+                    "a newer snapshot is already stored; this one is not saved"
+                );
+                return Ok(false);
+            }
+        }
         let m = serde_json::to_vec(meta).map_err(|e| StorageError::IO {
             source: StorageIOError::write_snapshot(Some(meta.signature()), &e),
         })?;
@@ -104,7 +132,8 @@ impl StateMachineStore {
             .write_opt(b, &write_opts_sync())
             .map_err(|e| StorageError::IO {
                 source: StorageIOError::write_snapshot(Some(meta.signature()), &e),
-            })
+            })?;
+        Ok(true)
     }
 
     fn lock(&self) -> std::sync::RwLockWriteGuard<'_, Applied> {
@@ -123,6 +152,12 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             .map_err(read_err)?;
             (body, a.last_applied, a.membership.clone())
         };
+        // A snapshot that cannot be read back would make this CM unable to restart once the
+        // log before it is purged: read it back once before it replaces the stored one.
+        if let Err(e) = serde_json::from_slice::<SnapshotBody>(&data) {
+            tracing::error!(error = %e, "the state does not read back from its snapshot; snapshot not saved");
+            return Err(read_err(e));
+        }
         let snapshot_id = match last {
             Some(l) => format!("{}-{}-{}", l.leader_id, l.index, self.snapshot_seq),
             None => format!("--{}", self.snapshot_seq),
@@ -132,8 +167,9 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             last_membership: membership,
             snapshot_id,
         };
-        self.save_snapshot(&meta, &data)?;
-        crate::metrics::record_snapshot_built(data.len());
+        if self.save_snapshot(&meta, &data)? {
+            crate::metrics::record_snapshot_built(data.len());
+        }
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),
