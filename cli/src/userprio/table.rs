@@ -1,11 +1,12 @@
 //! The `condor_userprio` table, laid out exactly as HTCondor 23.9.6 prints it.
 //!
-//! The input is the accountant's records as a negotiator reports them (one [`AdRec`] per
-//! submitter or group, the fields of the legacy accounting ad). The rules below were worked
+//! The input is the accountant's records as a negotiator reports them (one
+//! [`AccountingRecord`] per submitter or group, the fields of the accounting ad). The rules below were worked
 //! out from the HTCondor manual and checked against the real `condor_userprio -inputfile`
 //! (see `tests.rs` beside this file): which columns show, the hierarchical group layout, the
 //! sort orders, fixed column widths with centred two-line headings, `%g` fallback for numbers
 //! too wide for their column, and the footer with the user count and totals.
+use aerie_core::accountant::AccountingRecord;
 
 /// Column/detail flags.
 pub const GROUP_ID: u32 = 0x0001;
@@ -57,31 +58,6 @@ const COLUMNS: &[(u32, usize, &str, &str)] = &[
 
 const MAX_NAME_WIDTH: usize = 99;
 const FLT_MAX: f64 = f32::MAX as f64;
-
-/// One accounting record as the legacy accounting ad carries it (absent fields are `None`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AdRec {
-    pub name: String,
-    pub priority: f64,
-    pub factor: Option<f64>,
-    pub res_used: Option<i64>,
-    pub wt_res_used: Option<f64>,
-    pub acc_usage: Option<f64>,
-    pub wt_acc_usage: Option<f64>,
-    pub begin_usage: Option<i64>,
-    pub last_usage: Option<i64>,
-    pub acct_group: Option<String>,
-    pub is_group: bool,
-    pub ceiling: Option<f64>,
-    pub floor: Option<f64>,
-    pub requested: Option<f64>,
-    pub eff_quota: Option<f64>,
-    pub cfg_quota: Option<f64>,
-    pub subtree_quota: Option<f64>,
-    /// "no", "regroup", "byquota".
-    pub surplus_policy: Option<String>,
-    pub sort_key: Option<f64>,
-}
 
 /// Display options (the `condor_userprio` flags that shape the table).
 #[derive(Debug, Clone)]
@@ -372,7 +348,7 @@ fn is_none_group(name: &str) -> bool {
 }
 
 /// Renders the table. `last_update` is the time of the last priority update (Unix seconds).
-pub fn render(recs: &[AdRec], opts: &Opts, last_update: i64) -> String {
+pub fn render(recs: &[AccountingRecord], opts: &Opts, last_update: i64) -> String {
     let mut out = String::new();
     let n = recs.len();
     if n == 0 {
@@ -399,14 +375,15 @@ pub fn render(recs: &[AdRec], opts: &Opts, last_update: i64) -> String {
     for (i0, r) in recs.iter().enumerate() {
         let i = i0 + 1;
         let mut has = PRIORITY | NAME;
-        let factor = r.factor.unwrap_or(0.0);
-        if r.factor.is_some() {
+        let is_group = r.is_accounting_group.unwrap_or(false);
+        let factor = r.priority_factor.unwrap_or(0.0);
+        if r.priority_factor.is_some() {
             has |= FACTOR;
             if factor > 0.0 {
                 has |= REAL_PRIO;
             }
         }
-        if r.wt_acc_usage.is_some() {
+        if r.weighted_accumulated_usage.is_some() {
             has |= USAGE;
         }
         if r.ceiling.is_some() {
@@ -415,33 +392,36 @@ pub fn render(recs: &[AdRec], opts: &Opts, last_update: i64) -> String {
         if r.requested.is_some() {
             has |= REQUESTED;
         }
-        if r.begin_usage.is_some() {
+        if r.begin_usage_time.is_some() {
             has |= USE_TIME1;
         }
-        if r.last_usage.is_some() {
+        if r.last_usage_time.is_some() {
             has |= USE_TIME2 | USE_DELTA_T;
         }
-        if r.res_used.is_some() {
+        if r.resources_used.is_some() {
             has |= USAGE;
         }
-        let wt_res = match r.wt_res_used {
+        let wt_res = match r.weighted_resources_used {
             Some(w) => {
                 has |= WT_RES_USED;
                 w
             }
-            None => r.res_used.unwrap_or(0) as f64,
+            None => r.resources_used.unwrap_or(0) as f64,
         };
-        let acct_group = r.acct_group.clone().unwrap_or_else(|| "<none>".into());
-        if r.eff_quota.is_some() {
+        let acct_group = r
+            .accounting_group
+            .clone()
+            .unwrap_or_else(|| "<none>".into());
+        if r.effective_quota.is_some() {
             has |= EFF_QUOTA;
         }
-        if r.cfg_quota.is_some() {
+        if r.config_quota.is_some() {
             has |= CFG_QUOTA;
         }
         let mut group_id = 0i64;
         let mut surplus = Surplus::Unset;
         let mut sort_key = 0.0;
-        if r.is_group {
+        if is_group {
             group_id = -(i as i64);
             if is_none_group(&r.name) {
                 group_id = 0;
@@ -461,7 +441,7 @@ pub fn render(recs: &[AdRec], opts: &Opts, last_update: i64) -> String {
                     _ => Surplus::Unknown,
                 };
             }
-            if let Some(k) = r.sort_key {
+            if let Some(k) = r.group_sort_key {
                 has |= SORT_KEY;
                 sort_key = k;
             }
@@ -482,25 +462,25 @@ pub fn render(recs: &[AdRec], opts: &Opts, last_update: i64) -> String {
         if group_id != 0 {
             has |= GROUP_ID;
         }
-        let mut last_usage = r.last_usage.unwrap_or(min_last);
+        let mut last_usage = r.last_usage_time.unwrap_or(min_last);
         if last_usage == 0 {
             last_usage = -1;
         }
         avail |= has;
         lines.push(Line {
             name: r.name.clone(),
-            priority: r.priority,
+            priority: r.priority.unwrap_or(0.0),
             wt_res,
-            acc_usage: r.wt_acc_usage.unwrap_or(-1.0),
+            acc_usage: r.weighted_accumulated_usage.unwrap_or(-1.0),
             requested: r.requested.unwrap_or(0.0),
             factor,
-            begin_usage: r.begin_usage.unwrap_or(0),
+            begin_usage: r.begin_usage_time.unwrap_or(0),
             last_usage,
             acct_group,
-            is_group: r.is_group,
+            is_group,
             has,
-            eff_quota: r.eff_quota.unwrap_or(0.0),
-            cfg_quota: r.cfg_quota.unwrap_or(0.0),
+            eff_quota: r.effective_quota.unwrap_or(0.0),
+            cfg_quota: r.config_quota.unwrap_or(0.0),
             subtree_quota: r.subtree_quota.unwrap_or(0.0),
             ceiling: r.ceiling.unwrap_or(-1.0),
             sort_key,
@@ -795,146 +775,4 @@ pub fn render(recs: &[AdRec], opts: &Opts, last_update: i64) -> String {
     out.push_str(&line);
     out.push('\n');
     out
-}
-
-/// The legacy accounting ad (`condor_userprio -l`, and the `-inputfile` format).
-pub fn legacy_ad(recs: &[AdRec], last_update: i64) -> String {
-    let mut s = format!(
-        "LastUpdate = {last_update}\nNumSubmittors = {}\n",
-        recs.len()
-    );
-    let f = |v: f64| {
-        let t = format_g(v, 17);
-        if t.contains('.') || t.contains('e') || t.contains("inf") || t.contains("nan") {
-            t
-        } else {
-            format!("{t}.0")
-        }
-    };
-    for (i0, r) in recs.iter().enumerate() {
-        let i = i0 + 1;
-        let q = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
-        s.push_str(&format!("Name{i} = \"{}\"\n", q(&r.name)));
-        s.push_str(&format!("Priority{i} = {}\n", f(r.priority)));
-        if let Some(v) = r.factor {
-            s.push_str(&format!("PriorityFactor{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.res_used {
-            s.push_str(&format!("ResourcesUsed{i} = {v}\n"));
-        }
-        if let Some(v) = r.wt_res_used {
-            s.push_str(&format!("WeightedResourcesUsed{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.acc_usage {
-            s.push_str(&format!("AccumulatedUsage{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.wt_acc_usage {
-            s.push_str(&format!("WeightedAccumulatedUsage{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.begin_usage {
-            s.push_str(&format!("BeginUsageTime{i} = {v}\n"));
-        }
-        if let Some(v) = r.last_usage {
-            s.push_str(&format!("LastUsageTime{i} = {v}\n"));
-        }
-        if let Some(v) = &r.acct_group {
-            s.push_str(&format!("AccountingGroup{i} = \"{}\"\n", q(v)));
-        }
-        s.push_str(&format!("IsAccountingGroup{i} = {}\n", r.is_group));
-        if let Some(v) = r.ceiling {
-            s.push_str(&format!("Ceiling{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.floor {
-            s.push_str(&format!("Floor{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.requested {
-            s.push_str(&format!("Requested{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.eff_quota {
-            s.push_str(&format!("EffectiveQuota{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.cfg_quota {
-            s.push_str(&format!("ConfigQuota{i} = {}\n", f(v)));
-        }
-        if let Some(v) = r.subtree_quota {
-            s.push_str(&format!("SubtreeQuota{i} = {}\n", f(v)));
-        }
-        if let Some(v) = &r.surplus_policy {
-            s.push_str(&format!("SurplusPolicy{i} = \"{}\"\n", q(v)));
-        }
-        if let Some(v) = r.sort_key {
-            s.push_str(&format!("GroupSortKey{i} = {}\n", f(v)));
-        }
-    }
-    s
-}
-
-/// Parses the legacy ad text written by [`legacy_ad`] (and HTCondor's `-l` output of the
-/// same shape) back into records; used by the differential tests and `-inputfile`.
-pub fn parse_legacy_ad(text: &str) -> Result<(Vec<AdRec>, i64), String> {
-    use std::collections::BTreeMap;
-    let mut recs: BTreeMap<usize, AdRec> = BTreeMap::new();
-    let mut last_update = 0i64;
-    for (ln, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else {
-            return Err(format!(
-                "line {}: expected Attr = value, got {raw:?}",
-                ln + 1
-            ));
-        };
-        let (k, v) = (k.trim(), v.trim());
-        if k.eq_ignore_ascii_case("LastUpdate") {
-            last_update = v
-                .parse()
-                .map_err(|_| format!("line {}: bad LastUpdate {v:?}", ln + 1))?;
-            continue;
-        }
-        let digits = k.len() - k.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-        if digits == 0 {
-            continue;
-        }
-        let (attr, idx) = k.split_at(k.len() - digits);
-        let Ok(idx) = idx.parse::<usize>() else {
-            continue;
-        };
-        if idx == 0 {
-            continue;
-        }
-        let r = recs.entry(idx).or_default();
-        let bad = |what: &str| format!("line {}: bad {what} value {v:?}", ln + 1);
-        let fl = || v.parse::<f64>().map_err(|_| bad(attr));
-        let int = || {
-            v.parse::<i64>()
-                .or_else(|_| v.parse::<f64>().map(|f| f as i64))
-                .map_err(|_| bad(attr))
-        };
-        let st = || v.trim_matches('"').to_string();
-        match attr.to_ascii_lowercase().as_str() {
-            "name" => r.name = st(),
-            "priority" => r.priority = fl()?,
-            "priorityfactor" => r.factor = Some(fl()?),
-            "resourcesused" => r.res_used = Some(int()?),
-            "weightedresourcesused" => r.wt_res_used = Some(fl()?),
-            "accumulatedusage" => r.acc_usage = Some(fl()?),
-            "weightedaccumulatedusage" => r.wt_acc_usage = Some(fl()?),
-            "beginusagetime" => r.begin_usage = Some(int()?),
-            "lastusagetime" => r.last_usage = Some(int()?),
-            "accountinggroup" => r.acct_group = Some(st()),
-            "isaccountinggroup" => r.is_group = v.eq_ignore_ascii_case("true"),
-            "ceiling" => r.ceiling = Some(fl()?),
-            "floor" => r.floor = Some(fl()?),
-            "requested" => r.requested = Some(fl()?),
-            "effectivequota" => r.eff_quota = Some(fl()?),
-            "configquota" => r.cfg_quota = Some(fl()?),
-            "subtreequota" => r.subtree_quota = Some(fl()?),
-            "surpluspolicy" => r.surplus_policy = Some(st()),
-            "groupsortkey" => r.sort_key = Some(fl()?),
-            _ => {}
-        }
-    }
-    Ok((recs.into_values().collect(), last_update))
 }
