@@ -1,10 +1,14 @@
-//! The layout of the table: which rows show, how groups and their submitters are numbered
-//! and ordered, the sort, the headings, the rows and the footer.
-use super::cells::{center, date_cell, delta_cell, format_date, left, num, right};
+//! The layout of the table, as `condor_userprio`'s CollectInfo, ProcessInfo and PrintInfo
+//! decide it: a row for each record, group numbering (submitters take their group's number
+//! and order), which columns and rows show, the sort, then the heading, the group and
+//! submitter rows and the footer with the totals.
+use super::cells::{blank, center, date_cell, delta_cell, format_date, left, num, right};
 use super::columns::*;
 use aerie_core::accountant::AccountingRecord;
 
+/// The widest the name column gets.
 const MAX_NAME_WIDTH: usize = 99;
+/// C's `FLT_MAX`: the order of the `<none>` group, which lists last.
 const FLT_MAX: f64 = f32::MAX as f64;
 
 /// Display options (the `condor_userprio` flags that shape the table).
@@ -16,7 +20,9 @@ pub struct Opts {
     pub dash_quota: bool,
     /// `-hierarchical`/`-flat`/`-grouporder` given.
     pub dash_hier: bool,
+    /// Submitters under their groups (`-hierarchical`, the default) rather than one list.
     pub hier: bool,
+    /// `-grouporder`: groups first, in the order of the accounting ad.
     pub group_order: bool,
     /// Show records last used at or after this time (-1: everyone).
     pub min_last_usage: i64,
@@ -35,6 +41,7 @@ impl Default for Opts {
     }
 }
 
+/// A group's surplus policy as the `Use Surplus` column shows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Surplus {
     Unset,
@@ -45,6 +52,16 @@ enum Surplus {
 }
 
 impl Surplus {
+    /// The `SurplusPolicy` attribute's value (any case).
+    fn of(policy: &str) -> Surplus {
+        match policy.to_ascii_lowercase().as_str() {
+            "regroup" => Surplus::Regroup,
+            "byquota" => Surplus::ByQuota,
+            "no" => Surplus::No,
+            _ => Surplus::Unknown,
+        }
+    }
+
     fn text(self) -> &'static str {
         match self {
             Surplus::Unset => "",
@@ -56,6 +73,8 @@ impl Surplus {
     }
 }
 
+/// One row: a record with the defaults of what it lacks and its place among the groups
+/// (HTCondor's `LineRec`).
 #[derive(Debug, Clone)]
 struct Line {
     name: String,
@@ -68,6 +87,7 @@ struct Line {
     last_usage: i64,
     acct_group: String,
     is_group: bool,
+    /// The columns the record has data for.
     has: u32,
     eff_quota: f64,
     cfg_quota: f64,
@@ -75,70 +95,212 @@ struct Line {
     ceiling: f64,
     sort_key: f64,
     surplus: Surplus,
+    /// Position in the accounting ad, from 1.
     index: usize,
+    /// 0 for `<none>` and its submitters, the group's number from 1 once numbered.
     group_id: i64,
     display_order: f64,
 }
 
+fn is_none_group(name: &str) -> bool {
+    name == "<none>" || name == "."
+}
+
+impl Line {
+    /// The row of record number `index` (from 1) of `n`; a record never used shows as used at
+    /// `min_last`.
+    fn of(r: &AccountingRecord, index: usize, n: usize, min_last: i64) -> Line {
+        let is_group = r.is_accounting_group.unwrap_or(false);
+        let factor = r.priority_factor.unwrap_or(0.0);
+        let acct_group = r
+            .accounting_group
+            .clone()
+            .unwrap_or_else(|| "<none>".into());
+        let mut has = PRIORITY | NAME;
+        for (present, columns) in [
+            (r.priority_factor.is_some(), FACTOR),
+            (factor > 0.0, REAL_PRIO),
+            (r.weighted_accumulated_usage.is_some(), USAGE),
+            (r.resources_used.is_some(), USAGE),
+            (r.weighted_resources_used.is_some(), WT_RES_USED),
+            (r.ceiling.is_some(), CEILING),
+            (r.requested.is_some(), REQUESTED),
+            (r.begin_usage_time.is_some(), USE_TIME1),
+            (r.last_usage_time.is_some(), USE_TIME2 | USE_DELTA_T),
+            (r.effective_quota.is_some(), EFF_QUOTA),
+            (r.config_quota.is_some(), CFG_QUOTA),
+        ] {
+            if present {
+                has |= columns;
+            }
+        }
+        let mut group_id = 0;
+        let mut surplus = Surplus::Unset;
+        if is_group {
+            if !is_none_group(&r.name) {
+                group_id = -(index as i64);
+            }
+            if let Some(p) = &r.surplus_policy {
+                has |= SURPLUS;
+                surplus = Surplus::of(p);
+            }
+            if r.group_sort_key.is_some() {
+                has |= SORT_KEY;
+            }
+            if r.subtree_quota.is_some() {
+                has |= TREE_QUOTA;
+            }
+            // A group's priority means nothing to an admin: not shown.
+            has &= !PRIORITY;
+        } else if !is_none_group(&acct_group) {
+            // In a group: Rows::number_groups gives it its group's number.
+            group_id = -(n as i64) * 2;
+        }
+        if group_id != 0 {
+            has |= GROUP_ID;
+        }
+        Line {
+            name: r.name.clone(),
+            priority: r.priority.unwrap_or(0.0),
+            wt_res: r
+                .weighted_resources_used
+                .unwrap_or(r.resources_used.unwrap_or(0) as f64),
+            acc_usage: r.weighted_accumulated_usage.unwrap_or(-1.0),
+            requested: r.requested.unwrap_or(0.0),
+            factor,
+            begin_usage: r.begin_usage_time.unwrap_or(0),
+            last_usage: match r.last_usage_time.unwrap_or(min_last) {
+                0 => -1,
+                t => t,
+            },
+            acct_group,
+            is_group,
+            has,
+            eff_quota: r.effective_quota.unwrap_or(0.0),
+            cfg_quota: r.config_quota.unwrap_or(0.0),
+            subtree_quota: r.subtree_quota.unwrap_or(0.0),
+            ceiling: r.ceiling.unwrap_or(-1.0),
+            sort_key: if is_group {
+                r.group_sort_key.unwrap_or(0.0)
+            } else {
+                0.0
+            },
+            surplus,
+            index,
+            group_id,
+            display_order: 0.0,
+        }
+    }
+
+    /// A group's order among the groups: by sort key or priority when priorities show, by
+    /// usage when usage does, else by number; `<none>` last.
+    fn group_order(&self, detail: u32, avail: u32) -> f64 {
+        if detail & PRIORITY != 0 {
+            if avail & SORT_KEY != 0 {
+                self.sort_key
+            } else if self.group_id != 0 {
+                self.priority
+            } else {
+                FLT_MAX
+            }
+        } else if detail & USAGE != 0 {
+            self.acc_usage / 3600.0
+        } else if self.group_id != 0 {
+            self.group_id as f64 as f32 as f64
+        } else {
+            FLT_MAX
+        }
+    }
+
+    /// Takes the number and order of the group it is listed under.
+    fn join(&mut self, group_id: i64, display_order: f64, has: u32) {
+        self.group_id = group_id;
+        self.display_order = display_order;
+        self.has |= has & ORDER;
+    }
+}
+
+/// How rows are sorted.
 #[derive(Clone, Copy, PartialEq)]
-enum Order {
+enum RowOrder {
+    /// By the first data column (priority, usage, else name).
     ByColumn1,
+    /// Groups first in the ad's order (`-grouporder`).
     GroupsFirstByIndex,
+    /// Each group followed by its submitters, groups by number.
     HierByGroupId,
+    /// Each group followed by its submitters, groups by their order.
     HierByDisplayOrder,
+    /// Groups first by name (to number them).
     GroupsFirstByName,
 }
 
-fn less(a: &Line, b: &Line, detail: u32, order: Order, none_last: bool) -> bool {
-    match order {
-        Order::HierByGroupId | Order::HierByDisplayOrder => {
-            if a.group_id != b.group_id {
-                if none_last {
-                    if a.group_id == 0 {
-                        return false;
+/// The sort: an order, whether `<none>` goes last, and the columns shown (which pick the key
+/// within a group).
+struct Sort {
+    order: RowOrder,
+    none_last: bool,
+    detail: u32,
+}
+
+impl Sort {
+    /// Whether `a` lists before `b`.
+    fn less(&self, a: &Line, b: &Line) -> bool {
+        let none_last = |a: &Line, b: &Line| -> Option<bool> {
+            if !self.none_last {
+                None
+            } else if a.group_id == 0 {
+                Some(false)
+            } else if b.group_id == 0 {
+                Some(true)
+            } else {
+                None
+            }
+        };
+        match self.order {
+            RowOrder::HierByGroupId | RowOrder::HierByDisplayOrder => {
+                if a.group_id != b.group_id {
+                    if let Some(x) = none_last(a, b) {
+                        return x;
                     }
-                    if b.group_id == 0 {
-                        return true;
+                    if self.order == RowOrder::HierByDisplayOrder
+                        && a.display_order != b.display_order
+                    {
+                        return a.display_order < b.display_order;
                     }
+                    return a.group_id < b.group_id;
                 }
-                if order == Order::HierByDisplayOrder && a.display_order != b.display_order {
-                    return a.display_order < b.display_order;
+                if a.is_group != b.is_group {
+                    return a.is_group;
                 }
-                return a.group_id < b.group_id;
             }
-            if a.is_group != b.is_group {
-                return a.is_group;
-            }
-        }
-        Order::GroupsFirstByName => {
-            if a.is_group != b.is_group {
-                return a.is_group;
-            }
-            if a.is_group {
-                if none_last {
-                    if a.group_id == 0 {
-                        return false;
-                    }
-                    if b.group_id == 0 {
-                        return true;
-                    }
+            RowOrder::GroupsFirstByName => {
+                if a.is_group != b.is_group {
+                    return a.is_group;
                 }
-                return a.name < b.name;
+                if a.is_group {
+                    return none_last(a, b).unwrap_or(a.name < b.name);
+                }
             }
-        }
-        Order::GroupsFirstByIndex => {
-            if a.is_group || b.is_group {
-                return a.index < b.index;
+            RowOrder::GroupsFirstByIndex => {
+                if a.is_group || b.is_group {
+                    return a.index < b.index;
+                }
             }
+            RowOrder::ByColumn1 => {}
         }
-        Order::ByColumn1 => {}
+        if self.detail & PRIORITY != 0 {
+            a.priority < b.priority
+        } else if self.detail & USAGE != 0 {
+            a.acc_usage < b.acc_usage
+        } else {
+            a.name < b.name
+        }
     }
-    if detail & PRIORITY != 0 {
-        a.priority < b.priority
-    } else if detail & USAGE != 0 {
-        a.acc_usage < b.acc_usage
-    } else {
-        a.name < b.name
+
+    /// Sorts `v`, keeping equal rows in their order.
+    fn apply(&self, v: &mut Vec<Line>) {
+        sort_lines(v, &|a, b| self.less(a, b));
     }
 }
 
@@ -172,436 +334,370 @@ fn sort_lines(v: &mut Vec<Line>, lt: &dyn Fn(&Line, &Line) -> bool) {
     *v = out;
 }
 
-fn is_none_group(name: &str) -> bool {
-    name == "<none>" || name == "."
+/// The rows, with what they say about the whole table (HTCondor's CollectInfo).
+struct Rows {
+    lines: Vec<Line>,
+    /// The columns some record has data for.
+    avail: u32,
+    /// The footer's surplus policy: the last group's `regroup` or `byquota`.
+    global_surplus: Surplus,
+    /// Some submitter carries a quota.
+    users_have_quotas: bool,
+    /// Some submitter is in a group other than `<none>`, so groups need numbers.
+    need_group_ids: bool,
+}
+
+impl Rows {
+    fn collect(recs: &[AccountingRecord], min_last: i64) -> Rows {
+        let n = recs.len();
+        let lines: Vec<Line> = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Line::of(r, i + 1, n, min_last))
+            .collect();
+        Rows {
+            avail: lines.iter().fold(0, |a, l| a | l.has),
+            global_surplus: lines
+                .iter()
+                .rev()
+                .map(|l| l.surplus)
+                .find(|s| matches!(s, Surplus::Regroup | Surplus::ByQuota))
+                .unwrap_or(Surplus::Unset),
+            users_have_quotas: lines
+                .iter()
+                .any(|l| !l.is_group && l.has & (EFF_QUOTA | CFG_QUOTA) != 0),
+            need_group_ids: lines.iter().any(|l| !l.is_group && l.group_id != 0),
+            lines,
+        }
+    }
+
+    /// Numbers the groups 1, 2, ... by name (`<none>` keeps 0), gives each its order, and
+    /// each submitter the number and order of its group (`<none>`'s submitters: those of the
+    /// `<none>` group, else of the first row).
+    fn number_groups(&mut self, detail: u32) {
+        let sort = Sort {
+            order: RowOrder::GroupsFirstByName,
+            none_last: true,
+            detail,
+        };
+        sort.apply(&mut self.lines);
+        let groups = self.lines.iter().take_while(|l| l.is_group).count();
+        let mut ix_none = 0;
+        for (i, l) in self.lines[..groups].iter_mut().enumerate() {
+            if l.group_id < 0 {
+                l.group_id = i as i64 + 1;
+            } else {
+                ix_none = i;
+            }
+            l.display_order = l.group_order(detail, self.avail);
+            l.has |= ORDER;
+            self.avail |= ORDER;
+        }
+        let (none_order, none_has) = (self.lines[ix_none].display_order, self.lines[ix_none].has);
+        let (group_lines, submitters) = self.lines.split_at_mut(groups);
+        for l in submitters {
+            if l.group_id >= 0 {
+                l.join(l.group_id, none_order, none_has);
+            } else if let Some(g) = group_lines.iter().find(|g| g.name == l.acct_group) {
+                l.join(g.group_id, g.display_order, g.has);
+            }
+        }
+    }
+}
+
+/// What the table shows (HTCondor's ProcessInfo and the flags before it).
+struct Layout {
+    /// The columns shown.
+    detail: u32,
+    /// Submitters under their groups.
+    hier: bool,
+    hide_groups: bool,
+    hide_users: bool,
+    /// Leave out the `<none>` group's row until another group's row shows.
+    hide_none: bool,
+    /// Leave out records last used before this.
+    min_last: i64,
+}
+
+impl Layout {
+    /// What the options ask for: priorities alone show no groups unless asked to.
+    fn asked(opts: &Opts) -> Layout {
+        let detail = if opts.detail == 0 { MOST } else { opts.detail };
+        let mut hier = opts.hier;
+        let mut hide_groups = false;
+        if detail & !PRIOS == 0 {
+            if !opts.dash_hier {
+                hier = false;
+            }
+            hide_groups = !hier;
+        }
+        Layout {
+            detail,
+            hier,
+            hide_groups,
+            hide_users: false,
+            hide_none: true,
+            min_last: opts.min_last_usage,
+        }
+    }
+
+    /// Columns without data anywhere are not shown (the quota columns unless `-quotas`).
+    fn drop_empty_columns(&mut self, avail: u32, dash_quota: bool) {
+        let mut without = |needs: u32, columns: u32| {
+            if avail & needs == 0 {
+                self.detail &= !columns;
+            }
+        };
+        without(USAGE, USAGE);
+        without(FACTOR, FACTOR);
+        without(USE_TIME1, USE_TIME1);
+        without(USE_TIME2, USE_TIME2 | USE_DELTA_T);
+        if !dash_quota {
+            without(QUOTAS, QUOTAS);
+        }
+    }
+
+    /// Once groups are numbered: no hierarchy when no shown row is in a group, no quota
+    /// columns when they say nothing, no submitter rows when only quotas show. Returns the
+    /// sort.
+    fn settle(&mut self, rows: &Rows, opts: &Opts) -> Sort {
+        let all_users_in_none = !rows
+            .lines
+            .iter()
+            .any(|l| l.last_usage >= self.min_last && l.group_id > 0);
+        self.hide_none = all_users_in_none;
+        if rows.avail & GROUP_ID == 0 || all_users_in_none {
+            self.hier = false;
+        }
+        let quiet_quotas = !opts.dash_quota && !rows.users_have_quotas;
+        if (self.hide_groups || all_users_in_none) && quiet_quotas {
+            self.detail &= !QUOTAS;
+        }
+        if self.detail & QUOTAS != 0 && self.detail & !QUOTAS == 0 && !rows.users_have_quotas {
+            self.hide_users = true;
+        }
+        let (order, none_last) = if self.hier {
+            let order = if self.detail & (PRIORITY | USAGE) != 0 {
+                RowOrder::HierByDisplayOrder
+            } else {
+                RowOrder::HierByGroupId
+            };
+            (order, rows.global_surplus == Surplus::Regroup)
+        } else if opts.group_order {
+            (RowOrder::GroupsFirstByIndex, false)
+        } else {
+            (RowOrder::ByColumn1, false)
+        };
+        Sort {
+            order,
+            none_last,
+            detail: self.detail,
+        }
+    }
 }
 
 /// Renders the table. `last_update` is the time of the last priority update (Unix seconds).
 pub fn render(recs: &[AccountingRecord], opts: &Opts, last_update: i64) -> String {
-    let mut out = String::new();
-    let n = recs.len();
-    if n == 0 {
-        return out;
+    if recs.is_empty() {
+        return String::new();
     }
-    let mut detail = if opts.detail == 0 { MOST } else { opts.detail };
-    let mut hier = opts.hier;
-    let mut hide_groups = false;
-    let mut hide_users = false;
-    if detail & !PRIOS == 0 {
-        if !opts.dash_hier {
-            hier = false;
-        }
-        hide_groups = !hier;
+    let mut rows = Rows::collect(recs, opts.min_last_usage);
+    let mut layout = Layout::asked(opts);
+    layout.drop_empty_columns(rows.avail, opts.dash_quota);
+    if rows.need_group_ids {
+        rows.number_groups(layout.detail);
     }
-    let min_last = opts.min_last_usage;
-
-    // Collect.
-    let mut global_surplus = Surplus::Unset;
-    let mut avail = 0u32;
-    let mut users_have_quotas = false;
-    let mut need_fixup = false;
-    let mut lines: Vec<Line> = Vec::with_capacity(n);
-    for (i0, r) in recs.iter().enumerate() {
-        let i = i0 + 1;
-        let mut has = PRIORITY | NAME;
-        let is_group = r.is_accounting_group.unwrap_or(false);
-        let factor = r.priority_factor.unwrap_or(0.0);
-        if r.priority_factor.is_some() {
-            has |= FACTOR;
-            if factor > 0.0 {
-                has |= REAL_PRIO;
-            }
-        }
-        if r.weighted_accumulated_usage.is_some() {
-            has |= USAGE;
-        }
-        if r.ceiling.is_some() {
-            has |= CEILING;
-        }
-        if r.requested.is_some() {
-            has |= REQUESTED;
-        }
-        if r.begin_usage_time.is_some() {
-            has |= USE_TIME1;
-        }
-        if r.last_usage_time.is_some() {
-            has |= USE_TIME2 | USE_DELTA_T;
-        }
-        if r.resources_used.is_some() {
-            has |= USAGE;
-        }
-        let wt_res = match r.weighted_resources_used {
-            Some(w) => {
-                has |= WT_RES_USED;
-                w
-            }
-            None => r.resources_used.unwrap_or(0) as f64,
-        };
-        let acct_group = r
-            .accounting_group
-            .clone()
-            .unwrap_or_else(|| "<none>".into());
-        if r.effective_quota.is_some() {
-            has |= EFF_QUOTA;
-        }
-        if r.config_quota.is_some() {
-            has |= CFG_QUOTA;
-        }
-        let mut group_id = 0i64;
-        let mut surplus = Surplus::Unset;
-        let mut sort_key = 0.0;
-        if is_group {
-            group_id = -(i as i64);
-            if is_none_group(&r.name) {
-                group_id = 0;
-            }
-            if let Some(p) = &r.surplus_policy {
-                has |= SURPLUS;
-                surplus = match p.to_ascii_lowercase().as_str() {
-                    "regroup" => {
-                        global_surplus = Surplus::Regroup;
-                        Surplus::Regroup
-                    }
-                    "byquota" => {
-                        global_surplus = Surplus::ByQuota;
-                        Surplus::ByQuota
-                    }
-                    "no" => Surplus::No,
-                    _ => Surplus::Unknown,
-                };
-            }
-            if let Some(k) = r.group_sort_key {
-                has |= SORT_KEY;
-                sort_key = k;
-            }
-            if r.subtree_quota.is_some() {
-                has |= TREE_QUOTA;
-            }
-            // A group's priority means nothing to an admin: not shown.
-            has &= !PRIORITY;
-        } else {
-            if !is_none_group(&acct_group) {
-                group_id = -(n as i64) * 2;
-                need_fixup = true;
-            }
-            if has & (EFF_QUOTA | CFG_QUOTA) != 0 {
-                users_have_quotas = true;
-            }
-        }
-        if group_id != 0 {
-            has |= GROUP_ID;
-        }
-        let mut last_usage = r.last_usage_time.unwrap_or(min_last);
-        if last_usage == 0 {
-            last_usage = -1;
-        }
-        avail |= has;
-        lines.push(Line {
-            name: r.name.clone(),
-            priority: r.priority.unwrap_or(0.0),
-            wt_res,
-            acc_usage: r.weighted_accumulated_usage.unwrap_or(-1.0),
-            requested: r.requested.unwrap_or(0.0),
-            factor,
-            begin_usage: r.begin_usage_time.unwrap_or(0),
-            last_usage,
-            acct_group,
-            is_group,
-            has,
-            eff_quota: r.effective_quota.unwrap_or(0.0),
-            cfg_quota: r.config_quota.unwrap_or(0.0),
-            subtree_quota: r.subtree_quota.unwrap_or(0.0),
-            ceiling: r.ceiling.unwrap_or(-1.0),
-            sort_key,
-            surplus,
-            index: i,
-            group_id,
-            display_order: 0.0,
-        });
-    }
-    // Columns without data anywhere are not shown.
-    if avail & USAGE == 0 {
-        detail &= !USAGE;
-    }
-    if avail & FACTOR == 0 {
-        detail &= !FACTOR;
-    }
-    if avail & USE_TIME1 == 0 {
-        detail &= !USE_TIME1;
-    }
-    if avail & USE_TIME2 == 0 {
-        detail &= !(USE_TIME2 | USE_DELTA_T);
-    }
-    if !opts.dash_quota && avail & QUOTAS == 0 {
-        detail &= !QUOTAS;
-    }
-
-    if need_fixup {
-        let d = detail;
-        sort_lines(&mut lines, &|a, b| {
-            less(a, b, d, Order::GroupsFirstByName, true)
-        });
-        let mut groups = 0usize;
-        let mut ix_none = 0usize;
-        for i in 0..lines.len() {
-            if !lines[i].is_group {
-                break;
-            }
-            groups += 1;
-            if lines[i].group_id < 0 {
-                lines[i].group_id = groups as i64;
-            } else {
-                ix_none = i;
-            }
-            let l = &mut lines[i];
-            l.display_order = if detail & PRIORITY != 0 {
-                if avail & SORT_KEY != 0 {
-                    l.sort_key
-                } else if l.group_id != 0 {
-                    l.priority
-                } else {
-                    FLT_MAX
-                }
-            } else if detail & USAGE != 0 {
-                l.acc_usage / 3600.0
-            } else if l.group_id != 0 {
-                l.group_id as f64 as f32 as f64
-            } else {
-                FLT_MAX
-            };
-            l.has |= ORDER;
-            avail |= ORDER;
-        }
-        for i in groups..lines.len() {
-            if lines[i].group_id >= 0 {
-                if ix_none < lines.len() {
-                    lines[i].display_order = lines[ix_none].display_order;
-                    lines[i].has |= lines[ix_none].has & ORDER;
-                }
+    layout.settle(&rows, opts).apply(&mut rows.lines);
+    let table = Table::new(&layout, &rows.lines, recs.len(), last_update);
+    let mut out = table.heading(&layout);
+    let mut totals = Totals::default();
+    let mut hide_none = layout.hide_none;
+    for l in rows
+        .lines
+        .iter()
+        .filter(|l| l.last_usage >= layout.min_last)
+    {
+        if l.is_group {
+            if layout.hide_groups || (!layout.hier && hide_none && l.group_id == 0) {
                 continue;
             }
-            if let Some(j) = (0..groups).find(|&j| lines[j].name == lines[i].acct_group) {
-                lines[i].group_id = lines[j].group_id;
-                lines[i].display_order = lines[j].display_order;
-                lines[i].has |= lines[j].has & ORDER;
-            }
-        }
-    }
-
-    // ProcessInfo.
-    let mut hide_none_if_possible = true;
-    let mut all_users_in_none = true;
-    for l in &lines {
-        if l.last_usage < min_last {
-            continue;
-        }
-        if l.group_id > 0 {
-            all_users_in_none = false;
-            hide_none_if_possible = false;
-            break;
-        }
-    }
-    if avail & GROUP_ID == 0 || (hide_none_if_possible && all_users_in_none) {
-        hier = false;
-    }
-    if (hide_groups || all_users_in_none) && !opts.dash_quota && !users_have_quotas {
-        detail &= !QUOTAS;
-    }
-    if detail & QUOTAS != 0 && detail & !QUOTAS == 0 && !users_have_quotas {
-        hide_users = true;
-    }
-    let mut order = Order::ByColumn1;
-    let mut none_last = false;
-    if hier {
-        none_last = global_surplus == Surplus::Regroup;
-        order = if detail & (PRIORITY | USAGE) != 0 {
-            Order::HierByDisplayOrder
+            hide_none = false;
+            out.push_str(&table.group_row(l));
         } else {
-            Order::HierByGroupId
-        };
-    } else if opts.group_order {
-        order = Order::GroupsFirstByIndex;
-    }
-    let d = detail;
-    sort_lines(&mut lines, &|a, b| less(a, b, d, order, none_last));
-
-    // PrintInfo.
-    let mut max_name = 10usize;
-    for l in &lines {
-        if l.last_usage >= min_last {
-            let mut len = l.name.chars().count() as i64;
-            if hier && !l.is_group {
-                len += 2;
-                if l.group_id != 0 {
-                    len -= l.acct_group.chars().count() as i64;
-                }
+            totals.users += 1;
+            if layout.hide_users {
+                continue;
             }
-            max_name = max_name.max(len.max(0) as usize);
+            out.push_str(&table.submitter_row(l));
+            totals.weighted_in_use += l.wt_res;
+            totals.usage += l.acc_usage;
         }
     }
-    out.push_str(&format!(
-        "Last Priority Update: {}\n",
-        format_date(last_update)
-    ));
-    let count_str = format!("Number of users: {n}");
-    max_name = max_name.min(MAX_NAME_WIDTH).max(count_str.len());
-    if hier {
-        max_name += 2;
+    out.push_str(&table.rule());
+    out.push_str(&table.totals(&totals, rows.global_surplus, layout.min_last));
+    out
+}
+
+/// The footer's sums over the submitters listed.
+#[derive(Default)]
+struct Totals {
+    /// Submitters shown (counted even when their rows are hidden).
+    users: usize,
+    weighted_in_use: f64,
+    /// Weighted seconds.
+    usage: f64,
+}
+
+/// The printed table: its columns, the width of the name column and the time it is as of.
+struct Table {
+    cols: Vec<&'static Column>,
+    name_width: usize,
+    hier: bool,
+    last_update: i64,
+}
+
+impl Table {
+    /// The name column fits the longest shown name (a submitter's without its group's prefix
+    /// under the hierarchy), at least 10, at most 99, and at least the footer's "Number of
+    /// users: N" for all `n` records.
+    fn new(layout: &Layout, lines: &[Line], n: usize, last_update: i64) -> Table {
+        let longest = lines
+            .iter()
+            .filter(|l| l.last_usage >= layout.min_last)
+            .map(|l| {
+                let mut len = l.name.chars().count() as i64;
+                if layout.hier && !l.is_group {
+                    len += 2;
+                    if l.group_id != 0 {
+                        len -= l.acct_group.chars().count() as i64;
+                    }
+                }
+                len.max(0) as usize
+            })
+            .fold(10, usize::max);
+        let count = format!("Number of users: {n}").len();
+        let mut name_width = longest.min(MAX_NAME_WIDTH).max(count);
+        if layout.hier {
+            name_width += 2;
+        }
+        Table {
+            cols: shown(layout.detail).collect(),
+            name_width,
+            hier: layout.hier,
+            last_update,
+        }
     }
-    let cols: Vec<&(u32, usize, &str, &str)> =
-        COLUMNS.iter().filter(|c| c.0 & detail != 0).collect();
-    let mut line = left(if hier { "Group" } else { "" }, max_name);
-    for c in &cols {
-        line.push(' ');
-        line.push_str(&center(c.2, c.1));
-    }
-    out.push_str(&line);
-    out.push('\n');
-    let title2 = match (hide_users, hier) {
-        (true, true) => "Name",
-        (true, false) => "Group Name",
-        (false, true) => "  User Name",
-        (false, false) => "User Name",
-    };
-    let mut line = left(title2, max_name);
-    for c in &cols {
-        line.push(' ');
-        line.push_str(&center(c.3, c.1));
-    }
-    out.push_str(&line);
-    out.push('\n');
-    let dashes = |out: &mut String| {
-        let mut line = "-".repeat(max_name);
-        for c in &cols {
+
+    /// One line: `first` (already as wide as the name column), then a cell per column.
+    fn line(&self, first: &str, cell: impl Fn(&Column) -> String) -> String {
+        let mut line = first.to_string();
+        for c in &self.cols {
             line.push(' ');
-            line.push_str(&"-".repeat(c.1));
+            line.push_str(&cell(c));
         }
-        out.push_str(&line);
-        out.push('\n');
-    };
-    dashes(&mut out);
+        line.push('\n');
+        line
+    }
 
-    let mut users = 0usize;
-    let (mut tot_wt, mut tot_acc) = (0.0f64, 0.0f64);
-    for l in &lines {
-        if l.last_usage < min_last {
-            continue;
-        }
-        if !l.is_group {
-            users += 1;
-            if hide_users {
-                continue;
+    /// The last update, the two heading lines and the rule under them.
+    fn heading(&self, layout: &Layout) -> String {
+        let w = self.name_width;
+        let title = match (layout.hide_users, layout.hier) {
+            (true, true) => "Name",
+            (true, false) => "Group Name",
+            (false, true) => "  User Name",
+            (false, false) => "User Name",
+        };
+        let group = if layout.hier { "Group" } else { "" };
+        format!("Last Priority Update: {}\n", format_date(self.last_update))
+            + &self.line(&left(group, w), |c| center(c.title[0], c.width))
+            + &self.line(&left(title, w), |c| center(c.title[1], c.width))
+            + &self.rule()
+    }
+
+    /// Dashes under each column.
+    fn rule(&self) -> String {
+        self.line(&"-".repeat(self.name_width), |c| "-".repeat(c.width))
+    }
+
+    /// A group's row: its full name; `n/d` for the group columns it has no data for.
+    fn group_row(&self, l: &Line) -> String {
+        self.line(&left(&l.name, self.name_width), |c| {
+            if l.has & c.flag == 0 && c.flag & (QUOTAS | SORT_KEY) != 0 {
+                right("n/d", c.width)
+            } else {
+                self.cell(l, c)
             }
-        } else {
-            if hide_groups || (!hier && hide_none_if_possible && l.group_id == 0) {
-                continue;
-            }
-            hide_none_if_possible = false;
-        }
-        let mut line = if !hier || l.is_group {
-            left(&l.name, max_name)
+        })
+    }
+
+    /// A submitter's row: under the hierarchy, indented and without its group's prefix.
+    fn submitter_row(&self, l: &Line) -> String {
+        let name = if !self.hier {
+            left(&l.name, self.name_width)
         } else {
             let short = if l.group_id > 0 {
                 l.name.get(l.acct_group.len() + 1..).unwrap_or("")
             } else {
                 l.name.as_str()
             };
-            format!("  {}", left(short, max_name.saturating_sub(2)))
+            format!("  {}", left(short, self.name_width.saturating_sub(2)))
         };
-        for &&(flag, w, _, _) in &cols {
-            line.push(' ');
-            if l.has & flag == 0 {
-                if l.is_group && flag & (QUOTAS | SORT_KEY) != 0 {
-                    line.push_str(&right("n/d", w));
-                } else {
-                    line.push_str(&" ".repeat(w));
-                }
-                continue;
-            }
-            let cell = match flag {
-                GROUP_ID => num(l.group_id as f64, w, 0),
-                ORDER => num(l.display_order, w, 2),
-                SURPLUS => left(
-                    if l.group_id != 0 {
-                        l.surplus.text()
-                    } else {
-                        "yes"
-                    },
-                    w,
-                ),
-                EFF_QUOTA => num(l.eff_quota, w, 2),
-                CFG_QUOTA => num(l.cfg_quota, w, 2),
-                TREE_QUOTA => num(l.subtree_quota, w, 2),
-                SORT_KEY => {
-                    if l.sort_key < 3.40282001e38 {
-                        num(l.sort_key, w, 2)
-                    } else {
-                        right("<last>", w)
-                    }
-                }
-                PRIORITY => num(l.priority, w, 2),
-                REAL_PRIO => num(
-                    if l.factor > 0.0 {
-                        l.priority / l.factor
-                    } else {
-                        0.0
-                    },
-                    w,
-                    2,
-                ),
-                FACTOR => {
-                    if l.factor > 0.0 {
-                        num(l.factor, w, 2)
-                    } else {
-                        " ".repeat(w)
-                    }
-                }
-                RES_USED => num(l.wt_res, w, 0),
-                REQUESTED => num(l.requested, w, 0),
-                WT_RES_USED => num(l.acc_usage / 3600.0, w, 2),
-                USE_TIME1 => date_cell(l.begin_usage, w),
-                USE_TIME2 => date_cell(l.last_usage, w),
-                USE_DELTA_T => delta_cell(last_update - l.last_usage, w),
-                CEILING => {
-                    if l.ceiling > -1.0 {
-                        num(l.ceiling, w, 2)
-                    } else {
-                        " ".repeat(w)
-                    }
-                }
-                _ => " ".repeat(w),
-            };
-            line.push_str(&cell);
+        self.line(&name, |c| self.cell(l, c))
+    }
+
+    /// The row's value in column `c` (blank when it has no data for it).
+    fn cell(&self, l: &Line, c: &Column) -> String {
+        let w = c.width;
+        if l.has & c.flag == 0 {
+            return blank(w);
         }
-        out.push_str(&line);
-        out.push('\n');
-        if !l.is_group {
-            tot_wt += l.wt_res;
-            tot_acc += l.acc_usage;
+        match c.flag {
+            GROUP_ID => num(l.group_id as f64, w, 0),
+            ORDER => num(l.display_order, w, 2),
+            SURPLUS => left(
+                if l.group_id != 0 {
+                    l.surplus.text()
+                } else {
+                    "yes"
+                },
+                w,
+            ),
+            EFF_QUOTA => num(l.eff_quota, w, 2),
+            CFG_QUOTA => num(l.cfg_quota, w, 2),
+            TREE_QUOTA => num(l.subtree_quota, w, 2),
+            SORT_KEY if l.sort_key < 3.40282001e38 => num(l.sort_key, w, 2),
+            SORT_KEY => right("<last>", w),
+            PRIORITY => num(l.priority, w, 2),
+            REAL_PRIO if l.factor > 0.0 => num(l.priority / l.factor, w, 2),
+            REAL_PRIO => num(0.0, w, 2),
+            FACTOR if l.factor > 0.0 => num(l.factor, w, 2),
+            RES_USED => num(l.wt_res, w, 0),
+            REQUESTED => num(l.requested, w, 0),
+            WT_RES_USED => num(l.acc_usage / 3600.0, w, 2),
+            USE_TIME1 => date_cell(l.begin_usage, w),
+            USE_TIME2 => date_cell(l.last_usage, w),
+            USE_DELTA_T => delta_cell(self.last_update - l.last_usage, w),
+            CEILING if l.ceiling > -1.0 => num(l.ceiling, w, 2),
+            _ => blank(w),
         }
     }
-    dashes(&mut out);
-    let mut line = left(&format!("Number of users: {users}"), max_name);
-    for &&(flag, w, _, _) in &cols {
-        line.push(' ');
-        let cell = match flag {
-            SURPLUS => left(global_surplus.text(), w),
-            RES_USED => num(tot_wt, w, 0),
-            WT_RES_USED => num(tot_acc / 3600.0, w, 2),
-            USE_TIME1 => date_cell(0, w),
-            USE_TIME2 => date_cell(min_last, w),
-            USE_DELTA_T => {
-                if min_last <= 0 {
-                    " ".repeat(w)
-                } else {
-                    delta_cell(last_update - min_last, w)
-                }
+
+    /// The footer: the number of submitters, the surplus policy, the usage totals and the
+    /// time the table starts from (`-activefrom`, one day ago by default).
+    fn totals(&self, t: &Totals, surplus: Surplus, min_last: i64) -> String {
+        let first = left(&format!("Number of users: {}", t.users), self.name_width);
+        self.line(&first, |c| {
+            let w = c.width;
+            match c.flag {
+                SURPLUS => left(surplus.text(), w),
+                RES_USED => num(t.weighted_in_use, w, 0),
+                WT_RES_USED => num(t.usage / 3600.0, w, 2),
+                USE_TIME1 => date_cell(0, w),
+                USE_TIME2 => date_cell(min_last, w),
+                USE_DELTA_T if min_last > 0 => delta_cell(self.last_update - min_last, w),
+                _ => blank(w),
             }
-            _ => " ".repeat(w),
-        };
-        line.push_str(&cell);
+        })
     }
-    out.push_str(&line);
-    out.push('\n');
-    out
 }
