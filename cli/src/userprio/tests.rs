@@ -55,6 +55,11 @@ fn oracle(tag: &str, ad: &str, flags: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+// The fixtures take a record's values in a row, as the pools below read like the table: one
+// positional argument a column.
+
+/// A submitter's record.
+#[allow(clippy::too_many_arguments)]
 fn rec(
     name: &str,
     prio: f64,
@@ -82,6 +87,8 @@ fn rec(
     }
 }
 
+/// A group's record (factor 1000, usage begun at 1_699_990_000, no ceiling).
+#[allow(clippy::too_many_arguments)]
 fn group(
     name: &str,
     prio: f64,
