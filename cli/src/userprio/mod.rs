@@ -7,13 +7,13 @@
 pub mod table;
 
 use crate::client::{Client, ConnectArgs};
-use aerie_core::accountant::{AccountantCommand, UserprioRow};
+use aerie_core::accountant::{AccountantCommand, AccountingAd, AccountingRecord, UserprioRow};
 use aerie_core::admin::UserprioQuery;
 use aerie_core::state::{Command, GroupPolicy, Quota};
 use anyhow::{bail, Context};
 use serde_json::json;
 use std::collections::BTreeMap;
-use table::{AdRec, Opts};
+use table::Opts;
 
 #[derive(Debug, clap::Args)]
 #[command(disable_help_flag = true)]
@@ -359,25 +359,28 @@ pub fn edit_command(e: &Edit) -> (Command, String) {
 }
 
 /// Turns the CM's rows into accounting-ad records, as a negotiator would publish them.
-pub fn rows_to_recs(rows: &[UserprioRow], groups: &BTreeMap<String, GroupPolicy>) -> Vec<AdRec> {
+pub fn rows_to_records(
+    rows: &[UserprioRow],
+    groups: &BTreeMap<String, GroupPolicy>,
+) -> Vec<AccountingRecord> {
     rows.iter()
         .map(|r| {
-            let mut a = AdRec {
+            let mut a = AccountingRecord {
                 name: r.name.clone(),
-                priority: r.effective_priority,
-                factor: Some(r.priority_factor),
-                res_used: Some(r.resources_used.round() as i64),
-                wt_res_used: Some(r.resources_used),
-                acc_usage: Some(r.accumulated_usage),
-                wt_acc_usage: Some(r.accumulated_usage),
-                begin_usage: Some(r.begin_usage_time),
-                last_usage: Some(r.last_usage_time),
-                acct_group: Some(if r.accounting_group.is_empty() {
+                priority: Some(r.effective_priority),
+                priority_factor: Some(r.priority_factor),
+                resources_used: Some(r.resources_used.round() as i64),
+                weighted_resources_used: Some(r.resources_used),
+                accumulated_usage: Some(r.accumulated_usage),
+                weighted_accumulated_usage: Some(r.accumulated_usage),
+                begin_usage_time: Some(r.begin_usage_time),
+                last_usage_time: Some(r.last_usage_time),
+                accounting_group: Some(if r.accounting_group.is_empty() {
                     "<none>".into()
                 } else {
                     r.accounting_group.clone()
                 }),
-                is_group: r.is_group,
+                is_accounting_group: Some(r.is_group),
                 ceiling: Some(r.ceiling),
                 floor: Some(r.floor),
                 ..Default::default()
@@ -389,8 +392,8 @@ pub fn rows_to_recs(rows: &[UserprioRow], groups: &BTreeMap<String, GroupPolicy>
                     None => 0.0,
                 };
                 let s = pol.accept_surplus;
-                a.cfg_quota = Some(q);
-                a.eff_quota = Some(q);
+                a.config_quota = Some(q);
+                a.effective_quota = Some(q);
                 a.subtree_quota = Some(q);
                 a.surplus_policy = Some(if s == Some(true) { "byquota" } else { "no" }.into());
             }
@@ -423,17 +426,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{msg}");
         return Ok(0);
     }
-    let (mut recs, last_update) = if let Some(f) = &p.input_file {
+    let mut ad = if let Some(f) = &p.input_file {
         let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {f}"))?;
-        table::parse_legacy_ad(&text).map_err(|e| anyhow::anyhow!("{f}: {e}"))?
+        AccountingAd::parse(&text, f)?
     } else {
         let mut client = Client::new(&args.conn)?;
         let reply = client.query(UserprioQuery { now: Some(now) }, p.stale)?;
-        let last = reply.last_tick.unwrap_or(reply.now);
-        (rows_to_recs(&reply.rows, &reply.groups), last)
+        AccountingAd {
+            last_update: Some(reply.last_tick.unwrap_or(reply.now)),
+            records: rows_to_records(&reply.rows, &reply.groups),
+        }
     };
+    let last_update = ad.last_update.unwrap_or(0);
     if !p.names.is_empty() {
-        recs.retain(|r| {
+        ad.records.retain(|r| {
             p.names.iter().any(|n| {
                 if n.contains('@') || n == "<none>" {
                     r.name == *n
@@ -448,17 +454,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         });
     }
     if p.json {
-        let v: Vec<serde_json::Value> = recs
+        let v: Vec<serde_json::Value> = ad
+            .records
             .iter()
             .map(|r| {
                 json!({
-                    "Name": r.name, "Priority": r.priority, "PriorityFactor": r.factor,
-                    "ResourcesUsed": r.res_used, "WeightedResourcesUsed": r.wt_res_used,
-                    "AccumulatedUsage": r.acc_usage, "WeightedAccumulatedUsage": r.wt_acc_usage,
-                    "BeginUsageTime": r.begin_usage, "LastUsageTime": r.last_usage,
-                    "AccountingGroup": r.acct_group, "IsAccountingGroup": r.is_group,
-                    "Ceiling": r.ceiling, "Floor": r.floor, "ConfigQuota": r.cfg_quota,
-                    "EffectiveQuota": r.eff_quota, "SubtreeQuota": r.subtree_quota,
+                    "Name": r.name, "Priority": r.priority.unwrap_or(0.0),
+                    "PriorityFactor": r.priority_factor, "ResourcesUsed": r.resources_used,
+                    "WeightedResourcesUsed": r.weighted_resources_used,
+                    "AccumulatedUsage": r.accumulated_usage,
+                    "WeightedAccumulatedUsage": r.weighted_accumulated_usage,
+                    "BeginUsageTime": r.begin_usage_time, "LastUsageTime": r.last_usage_time,
+                    "AccountingGroup": r.accounting_group,
+                    "IsAccountingGroup": r.is_accounting_group.unwrap_or(false),
+                    "Ceiling": r.ceiling, "Floor": r.floor, "ConfigQuota": r.config_quota,
+                    "EffectiveQuota": r.effective_quota, "SubtreeQuota": r.subtree_quota,
                     "SurplusPolicy": r.surplus_policy,
                 })
             })
@@ -470,10 +480,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if p.long {
-        print!("{}", table::legacy_ad(&recs, last_update));
+        print!("{}", ad.to_long());
         return Ok(0);
     }
-    print!("{}", table::render(&recs, &p.opts, last_update));
+    print!("{}", table::render(&ad.records, &p.opts, last_update));
     Ok(0)
 }
 

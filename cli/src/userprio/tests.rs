@@ -1,7 +1,8 @@
 //! Layout tests: our table against the real `condor_userprio -inputfile` (HTCondor 23.9.6 in
 //! the reference chroot) on the same accounting ads, plus parsing of the options.
-use super::table::{self, AdRec};
+use super::table;
 use super::*;
+use aerie_core::accountant::{AccountingAd, AccountingRecord};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -54,6 +55,11 @@ fn oracle(tag: &str, ad: &str, flags: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+// The fixtures take a record's values in a row, as the pools below read like the table: one
+// positional argument a column.
+
+/// A submitter's record.
+#[allow(clippy::too_many_arguments)]
 fn rec(
     name: &str,
     prio: f64,
@@ -63,24 +69,26 @@ fn rec(
     begin: i64,
     last: i64,
     group: &str,
-) -> AdRec {
-    AdRec {
+) -> AccountingRecord {
+    AccountingRecord {
         name: name.into(),
-        priority: prio,
-        factor: Some(factor),
-        res_used: Some(wt.round() as i64),
-        wt_res_used: Some(wt),
-        acc_usage: Some(acc),
-        wt_acc_usage: Some(acc),
-        begin_usage: Some(begin),
-        last_usage: Some(last),
-        acct_group: Some(group.into()),
-        is_group: false,
+        priority: Some(prio),
+        priority_factor: Some(factor),
+        resources_used: Some(wt.round() as i64),
+        weighted_resources_used: Some(wt),
+        accumulated_usage: Some(acc),
+        weighted_accumulated_usage: Some(acc),
+        begin_usage_time: Some(begin),
+        last_usage_time: Some(last),
+        accounting_group: Some(group.into()),
+        is_accounting_group: Some(false),
         ceiling: Some(-1.0),
         ..Default::default()
     }
 }
 
+/// A group's record (factor 1000, usage begun at 1_699_990_000, no ceiling).
+#[allow(clippy::too_many_arguments)]
 fn group(
     name: &str,
     prio: f64,
@@ -90,12 +98,12 @@ fn group(
     quota: f64,
     surplus: &str,
     requested: Option<f64>,
-) -> AdRec {
-    AdRec {
-        is_group: true,
-        acct_group: Some(name.into()),
-        eff_quota: Some(quota),
-        cfg_quota: Some(quota),
+) -> AccountingRecord {
+    AccountingRecord {
+        is_accounting_group: Some(true),
+        accounting_group: Some(name.into()),
+        effective_quota: Some(quota),
+        config_quota: Some(quota),
         subtree_quota: Some(quota),
         surplus_policy: Some(surplus.into()),
         requested,
@@ -106,7 +114,7 @@ fn group(
 
 const T: i64 = 1_700_000_000;
 
-fn flat_pool() -> Vec<AdRec> {
+fn flat_pool() -> Vec<AccountingRecord> {
     let mut bob = rec(
         "bob@pool",
         1500.25,
@@ -145,7 +153,7 @@ fn flat_pool() -> Vec<AdRec> {
     ]
 }
 
-fn grouped_pool() -> Vec<AdRec> {
+fn grouped_pool() -> Vec<AccountingRecord> {
     let mut bob = rec(
         "bob@pool",
         1500.25,
@@ -213,15 +221,24 @@ fn grouped_pool() -> Vec<AdRec> {
     ]
 }
 
-fn ours(recs: &[AdRec], flags: &[&str]) -> String {
+fn ours(recs: &[AccountingRecord], flags: &[&str]) -> String {
     // Same parsing as the CLI; "now" is the ads' update time so -allusers is what matters.
     let args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     let p = parse(&args, T).expect("flags parse");
     table::render(recs, &p.opts, T)
 }
 
-fn check(tag: &str, recs: &[AdRec], flags: &[&str]) {
-    let ad = table::legacy_ad(recs, T);
+/// The accounting ad `condor_userprio -l` would print for `recs`, updated at `T`.
+fn long(recs: &[AccountingRecord]) -> String {
+    AccountingAd {
+        last_update: Some(T),
+        records: recs.to_vec(),
+    }
+    .to_long()
+}
+
+fn check(tag: &str, recs: &[AccountingRecord], flags: &[&str]) {
+    let ad = long(recs);
     let want = oracle(tag, &ad, flags);
     let got = ours(recs, flags);
     assert_eq!(
@@ -267,10 +284,64 @@ fn group_layouts_match_condor_userprio() {
 #[test]
 fn legacy_ad_round_trips() {
     let recs = grouped_pool();
-    let text = table::legacy_ad(&recs, T);
-    let (back, t) = table::parse_legacy_ad(&text).unwrap();
+    let text = long(&recs);
+    let ad = AccountingAd::parse(&text, "prio.ad").unwrap();
+    let (back, t) = (ad.records, ad.last_update.unwrap());
     assert_eq!(t, T);
     assert_eq!(back, recs);
+}
+
+/// Submitters whose names carry quotes and backslashes, which old ClassAd syntax writes with
+/// only the quote escaped.
+fn escaped_pool() -> Vec<AccountingRecord> {
+    let at =
+        |name: &str, prio: f64| rec(name, prio, 1000.0, 1.0, 3600.0, 1_699_990_000, T, "<none>");
+    vec![
+        at("a\"b@pool", 600.0),
+        at("c\\d@pool", 700.0),
+        at("e\\f\"g@pool", 800.0),
+        at("q\\\"x@pool", 900.0),
+        group("<none>", 0.5, 4.0, 14400.0, T, 0.0, "byquota", None),
+    ]
+}
+
+#[test]
+fn long_output_matches_condor_userprio() {
+    // condor_userprio -inputfile F -l reads F and prints it back: ours must be what it prints,
+    // and read back to the same records.
+    for (tag, recs) in [
+        ("lflat", flat_pool()),
+        ("lgrp", grouped_pool()),
+        ("lesc", escaped_pool()),
+    ] {
+        let text = long(&recs);
+        let want = oracle(tag, &text, &["-l"]);
+        assert_eq!(
+            text, want,
+            "-l differs\n--- ours ---\n{text}\n--- condor_userprio ---\n{want}"
+        );
+        let back = AccountingAd::parse(&want, "prio.ad").unwrap();
+        assert_eq!(back.records, recs, "{tag}");
+    }
+}
+
+#[test]
+fn escaped_names_from_inputfile_lay_out_as_condor_userprio() {
+    // The -inputfile path: the table of what the reader makes of the file.
+    let text = long(&escaped_pool());
+    let ad = AccountingAd::parse(&text, "prio.ad").unwrap();
+    for (i, flags) in [vec!["-allusers"], vec!["-allusers", "-all"]]
+        .iter()
+        .enumerate()
+    {
+        let want = oracle(&format!("esc{i}"), &text, flags);
+        let got = ours(&ad.records, flags);
+        assert_eq!(
+            got, want,
+            "layout differs for {flags:?}\n--- ours ---\n{got}\n--- condor_userprio ---\n{want}"
+        );
+        assert!(got.contains("q\\\"x@pool"), "{got}");
+    }
 }
 
 #[test]

@@ -17,8 +17,10 @@
 //!   `<none>` is charged with the usage of submitters outside every group.
 
 mod userprio;
+mod userprio_ad;
 
-pub use userprio::{parse_userprio, UserprioParseError};
+pub use userprio::parse_userprio;
+pub use userprio_ad::{AccountingAd, AccountingRecord, UserprioParseError};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

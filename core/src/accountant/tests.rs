@@ -366,3 +366,17 @@ fn userprio_modular_form_and_errors() {
     let err = parse_userprio("Name = \n", "prio.txt", AccountantParams::default()).unwrap_err();
     assert!(err.to_string().starts_with("prio.txt"), "{err}");
 }
+
+#[test]
+fn userprio_long_keeps_names_with_quotes_and_backslashes() {
+    let mut a = Accountant::new(AccountantParams::default());
+    let names = ["a\"b@d", "c\\d@d", "q\\\"x@d"];
+    tick(&mut a, 0, &names.map(|n| (n, 1.0)));
+    tick(&mut a, DAY, &names.map(|n| (n, 1.0)));
+    let text = a.to_userprio_long(DAY);
+    assert!(text.contains("\"c\\d@d\""), "{text}");
+    let b = parse_userprio(&text, "dump", AccountantParams::default()).unwrap();
+    let got: Vec<&str> = b.records().map(|(n, _)| n).collect();
+    let want: Vec<&str> = a.records().map(|(n, _)| n).collect();
+    assert_eq!(got, want);
+}

@@ -1,164 +1,94 @@
-//! `condor_userprio -l` export and import.
+//! The ledger to and from `condor_userprio -l`: thin layers over [`AccountingAd`], which owns
+//! the format.
 //!
-//! Two layouts exist: the flat one (one ad, attributes numbered `Name1`, `Priority1`, ...,
-//! plus `LastUpdate` and `NumSubmittors`) and `-modular` (one ad per submitter or group with
-//! unnumbered attributes). Both are read; the flat one is written.
+//! Unlike HTCondor, these two layers take an accounting record's `Priority` to be the *real*
+//! priority ([`parse_userprio`] reads it so and [`Accountant::to_userprio_long`] writes it so),
+//! where HTCondor's negotiator reports the effective priority there. Dumps with factor 1 read
+//! the same either way; others do not (kept as it was: the tests pin it).
+use super::userprio_ad::{AccountingAd, AccountingRecord, UserprioParseError};
 use super::*;
-use classad::{ClassAd, Value};
 
-/// Error reading a `condor_userprio -l` dump: names the file and the ad or attribute.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{source_name}: {message}")]
-pub struct UserprioParseError {
-    pub source_name: String,
-    pub message: String,
-}
-
-fn num(ad: &ClassAd, name: &str) -> Option<f64> {
-    ad.eval_attr(name).as_number()
-}
-
-fn text(ad: &ClassAd, name: &str) -> Option<String> {
-    match ad.eval_attr(name) {
-        Value::Str(s) => Some(s.to_string()),
-        _ => None,
-    }
-}
-
-/// Reads one record whose attributes carry `suffix` (`"3"` in the flat form, `""` in -modular).
-fn record_from(ad: &ClassAd, suffix: &str, acct: &Accountant) -> Option<(String, Record)> {
-    let a = |n: &str| format!("{n}{suffix}");
-    let name = text(ad, &a("Name"))?;
-    let is_group = match ad.eval_attr(&a("IsAccountingGroup")) {
-        Value::Bool(b) => b,
-        _ => !name.contains('@'),
-    };
+/// The ledger record for an accounting record, with what HTCondor would assume where the
+/// record says nothing.
+fn ledger_record(rec: &AccountingRecord, acct: &Accountant) -> Record {
+    let is_group = rec
+        .is_accounting_group
+        .unwrap_or_else(|| !rec.name.contains('@'));
     // HTCondor prints 0 for a factor nobody set (groups, often); below 1 means "use the
     // default", as Accountant.cpp's GetPriorityFactor reads it.
-    let set_factor = num(ad, &a("PriorityFactor")).filter(|f| *f >= MIN_PRIORITY_FACTOR);
-    let factor = set_factor.unwrap_or_else(|| acct.default_factor(&name));
-    let rec = Record {
-        real_priority: num(ad, &a("Priority"))
-            .unwrap_or(MIN_PRIORITY)
-            .max(MIN_PRIORITY),
-        priority_factor: factor,
+    let set_factor = rec.priority_factor.filter(|f| *f >= MIN_PRIORITY_FACTOR);
+    Record {
+        real_priority: rec.priority.unwrap_or(MIN_PRIORITY).max(MIN_PRIORITY),
+        priority_factor: set_factor.unwrap_or_else(|| acct.default_factor(&rec.name)),
         factor_set: set_factor.is_some(),
-        floor: num(ad, &a("Floor")).unwrap_or(0.0).max(0.0),
-        ceiling: num(ad, &a("Ceiling"))
+        floor: rec.floor.unwrap_or(0.0).max(0.0),
+        ceiling: rec
+            .ceiling
             .map(|c| if c < 0.0 { -1.0 } else { c })
             .unwrap_or(-1.0),
-        accumulated_usage: num(ad, &a("WeightedAccumulatedUsage"))
-            .or_else(|| num(ad, &a("AccumulatedUsage")))
+        accumulated_usage: rec
+            .weighted_accumulated_usage
+            .or(rec.accumulated_usage)
             .unwrap_or(0.0),
-        begin_usage_time: num(ad, &a("BeginUsageTime")).unwrap_or(0.0) as i64,
-        last_usage_time: num(ad, &a("LastUsageTime")).unwrap_or(0.0) as i64,
-        weighted_slots_at_last_tick: num(ad, &a("WeightedResourcesUsed"))
-            .or_else(|| num(ad, &a("ResourcesUsed")))
+        begin_usage_time: rec.begin_usage_time.unwrap_or(0),
+        last_usage_time: rec.last_usage_time.unwrap_or(0),
+        weighted_slots_at_last_tick: rec
+            .weighted_resources_used
+            .or(rec.resources_used.map(|n| n as f64))
             .unwrap_or(0.0),
-        hier_weighted_slots_at_last_tick: num(ad, &a("HierWeightedResourcesUsed")).unwrap_or(0.0),
+        hier_weighted_slots_at_last_tick: rec.hier_weighted_resources_used.unwrap_or(0.0),
         is_group,
-    };
-    Some((name, rec))
+    }
 }
 
 /// Parses a `condor_userprio -l` (or `-l -modular`) dump into an accountant with `params`.
 pub fn parse_userprio(
-    text_in: &str,
+    text: &str,
     source_name: &str,
     params: AccountantParams,
 ) -> Result<Accountant, UserprioParseError> {
-    let err = |m: String| UserprioParseError {
-        source_name: source_name.to_string(),
-        message: m,
-    };
-    let ads = classad::parse_old_ads_strict(text_in).map_err(|e| err(e.to_string()))?;
+    let dump = AccountingAd::parse(text, source_name)?;
     let mut acct = Accountant::new(params);
-    let mut last: Option<i64> = None;
-    for (i, ad) in ads.iter().enumerate() {
-        if let Some(t) = num(ad, "LastUpdate") {
-            last = Some(last.map_or(t as i64, |l: i64| l.max(t as i64)));
-        }
-        if ad.lookup("Name1").is_some() || ad.lookup("NumSubmittors").is_some() {
-            let n = num(ad, "NumSubmittors").map(|v| v as usize).unwrap_or(0);
-            let mut k = 1;
-            loop {
-                match record_from(ad, &k.to_string(), &acct) {
-                    Some((name, rec)) => acct.insert_record(name, rec),
-                    None if k > n => break,
-                    None => {
-                        return Err(err(format!(
-                            "ad {}: Name{k} is missing or not a string",
-                            i + 1
-                        )))
-                    }
-                }
-                k += 1;
-            }
-        } else if ad.lookup("Name").is_some() {
-            let (name, rec) = record_from(ad, "", &acct)
-                .ok_or_else(|| err(format!("ad {}: Name is not a string", i + 1)))?;
-            acct.insert_record(name, rec);
-        } else if ad.lookup("LastUpdate").is_none() && !ad.is_empty() {
-            return Err(err(format!(
-                "ad {}: neither Name nor Name1 (is this condor_userprio -l output?)",
-                i + 1
-            )));
-        }
+    for rec in &dump.records {
+        let record = ledger_record(rec, &acct);
+        acct.insert_record(rec.name.clone(), record);
     }
-    acct.set_last_tick(last);
+    acct.set_last_tick(dump.last_update);
     Ok(acct)
 }
 
 impl Accountant {
     /// The ledger as `condor_userprio -l` prints it (flat form), readable by [`parse_userprio`].
     pub fn to_userprio_long(&self, now: i64) -> String {
-        let mut out = String::new();
-        let last = self.last_tick().unwrap_or(now);
-        out.push_str(&format!("LastUpdate = {last}\n"));
-        let rows = self.userprio_rows(now);
-        for (i, r) in rows.iter().enumerate() {
-            let k = i + 1;
-            let rec = self.record(&r.name);
-            out.push_str(&format!("Name{k} = {}\n", Value::str(&r.name)));
-            out.push_str(&format!("Priority{k} = {}\n", Value::Real(r.real_priority)));
-            out.push_str(&format!(
-                "PriorityFactor{k} = {}\n",
-                Value::Real(r.priority_factor)
-            ));
-            out.push_str(&format!(
-                "EffectivePriority{k} = {}\n",
-                Value::Real(r.effective_priority)
-            ));
-            out.push_str(&format!(
-                "WeightedResourcesUsed{k} = {}\n",
-                Value::Real(r.resources_used)
-            ));
-            if let Some(rec) = rec {
-                if rec.is_group {
-                    out.push_str(&format!(
-                        "HierWeightedResourcesUsed{k} = {}\n",
-                        Value::Real(rec.hier_weighted_slots_at_last_tick)
-                    ));
+        let records = self
+            .userprio_rows(now)
+            .into_iter()
+            .map(|row| {
+                let hier = self
+                    .record(&row.name)
+                    .filter(|r| r.is_group)
+                    .map(|r| r.hier_weighted_slots_at_last_tick);
+                AccountingRecord {
+                    priority: Some(row.real_priority),
+                    priority_factor: Some(row.priority_factor),
+                    weighted_resources_used: Some(row.resources_used),
+                    hier_weighted_resources_used: hier,
+                    weighted_accumulated_usage: Some(row.accumulated_usage),
+                    begin_usage_time: Some(row.begin_usage_time),
+                    last_usage_time: Some(row.last_usage_time),
+                    is_accounting_group: Some(row.is_group),
+                    accounting_group: Some(row.accounting_group),
+                    ceiling: Some(row.ceiling),
+                    floor: Some(row.floor),
+                    name: row.name,
+                    ..Default::default()
                 }
-            }
-            out.push_str(&format!(
-                "WeightedAccumulatedUsage{k} = {}\n",
-                Value::Real(r.accumulated_usage)
-            ));
-            out.push_str(&format!("BeginUsageTime{k} = {}\n", r.begin_usage_time));
-            out.push_str(&format!("LastUsageTime{k} = {}\n", r.last_usage_time));
-            out.push_str(&format!(
-                "IsAccountingGroup{k} = {}\n",
-                if r.is_group { "true" } else { "false" }
-            ));
-            out.push_str(&format!(
-                "AccountingGroup{k} = {}\n",
-                Value::str(&r.accounting_group)
-            ));
-            out.push_str(&format!("Ceiling{k} = {}\n", Value::Real(r.ceiling)));
-            out.push_str(&format!("Floor{k} = {}\n", Value::Real(r.floor)));
+            })
+            .collect();
+        AccountingAd {
+            last_update: Some(self.last_tick().unwrap_or(now)),
+            records,
         }
-        out.push_str(&format!("NumSubmittors = {}\n", rows.len()));
-        out
+        .to_long()
     }
 }
