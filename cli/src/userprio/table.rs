@@ -16,37 +16,3 @@ mod render;
 
 pub use columns::*;
 pub use render::{render, Opts};
-
-/// C's `%.<p>g`.
-pub fn format_g(v: f64, p: usize) -> String {
-    let p = p.max(1);
-    if v == 0.0 {
-        return "0".into();
-    }
-    if !v.is_finite() {
-        return if v.is_nan() {
-            "nan".into()
-        } else if v > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        };
-    }
-    let e = format!("{:.*e}", p - 1, v);
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let x: i32 = exp.parse().unwrap_or(0);
-    let strip = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if x < -4 || x >= p as i32 {
-        let sign = if x < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", strip(mant), x.abs())
-    } else {
-        let decimals = (p as i32 - 1 - x).max(0) as usize;
-        strip(&format!("{v:.decimals$}"))
-    }
-}

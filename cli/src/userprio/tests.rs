@@ -433,10 +433,17 @@ fn options_parse_like_condor_userprio() {
     assert!(parse(&a(&["-bogus"]), T).is_err());
 }
 
+/// Numbers condor_userprio prints with C's printf: -0.0 keeps its sign, a value too wide for
+/// its column falls back to `%g` (the same implementation as every other C number Aerie prints,
+/// `classad::printf`).
 #[test]
-fn format_g_matches_c() {
-    assert_eq!(table::format_g(123456789012.0, 6), "1.23457e+11");
-    assert_eq!(table::format_g(0.0001, 3), "0.0001");
-    assert_eq!(table::format_g(1234.5, 3), "1.23e+03");
-    assert_eq!(table::format_g(12.5, 6), "12.5");
+fn signed_zero_and_wide_numbers_print_as_condor_userprio() {
+    let pool = vec![
+        rec("zero@pool", 0.5, 1000.0, -0.0, -0.0, T - 10, T, "<none>"),
+        rec("wide@pool", 123456789012.0, 1e13, 1e9, 1e20, T - 10, T, "<none>"),
+    ];
+    let got = ours(&pool, &["-allusers", "-all"]);
+    assert!(got.contains("-0.00"), "{got}");
+    assert!(got.contains("1.23457e+11"), "{got}");
+    check("zero", &pool, &["-allusers", "-all"]);
 }

@@ -1,6 +1,6 @@
 //! Formatting of one cell: text padded to its column, numbers with `%g` when too wide, dates
 //! and times since, as `condor_userprio` prints them.
-use super::format_g;
+use classad::printf::{Conversion, Spec};
 
 /// Pads/truncates `s` to exactly `w` characters, left-aligned.
 pub(super) fn left(s: &str, w: usize) -> String {
@@ -26,11 +26,12 @@ pub(super) fn blank(w: usize) -> String {
     " ".repeat(w)
 }
 
-/// A number in a column `w` wide with `d` decimals, `%g` when it does not fit.
+/// A number in a column `w` wide with `d` decimals (`%*.*f`), `%.*g` when it does not fit, as
+/// condor_userprio's `format_number` prints it (C's printf: `-0.00` for -0.0, `nan`, `inf`).
 pub(super) fn num(v: f64, w: usize, d: usize) -> String {
-    let mut s = format!("{v:w$.d$}");
+    let mut s = Spec::new(Conversion::Fixed, d).format(v);
     if s.len() > w {
-        s = format_g(v, w.saturating_sub(6));
+        s = Spec::new(Conversion::General, w.saturating_sub(6).max(1)).format(v);
     }
     right(&s, w)
 }
