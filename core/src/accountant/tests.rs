@@ -357,9 +357,11 @@ fn userprio_long_round_trip() {
 
 #[test]
 fn userprio_modular_form_and_errors() {
-    let text = "Name = \"alice@cs\"\nPriority = 12.5\nPriorityFactor = 1000.0\nIsAccountingGroup = false\n\nName = \"group_x\"\nPriority = 3.0\nPriorityFactor = 1.0\nIsAccountingGroup = true\n";
+    // `Priority` is the effective priority (real 12.5 times factor 1000).
+    let text = "Name = \"alice@cs\"\nPriority = 12500.0\nPriorityFactor = 1000.0\nIsAccountingGroup = false\n\nName = \"group_x\"\nPriority = 3.0\nPriorityFactor = 1.0\nIsAccountingGroup = true\n";
     let a = parse_userprio(text, "prio.txt", AccountantParams::default()).unwrap();
     assert_eq!(a.effective_priority("alice@cs"), 12500.0);
+    assert_eq!(a.real_priority("alice@cs"), 12.5);
     assert!(a.record("group_x").unwrap().is_group);
     let err = parse_userprio("Foo = 1\n", "prio.txt", AccountantParams::default()).unwrap_err();
     assert!(err.to_string().starts_with("prio.txt: ad 1"), "{err}");

@@ -1,10 +1,12 @@
 //! The ledger to and from `condor_userprio -l`: thin layers over [`AccountingAd`], which owns
 //! the format.
 //!
-//! Unlike HTCondor, these two layers take an accounting record's `Priority` to be the *real*
-//! priority ([`parse_userprio`] reads it so and [`Accountant::to_userprio_long`] writes it so),
-//! where HTCondor's negotiator reports the effective priority there. Dumps with factor 1 read
-//! the same either way; others do not (kept as it was: the tests pin it).
+//! An accounting record's `Priority` is the *effective* priority, as HTCondor's accountant
+//! reports it (`Accountant::GetPriority` is the real priority times the factor): a fresh
+//! submitter with factor 1000 shows 500. [`parse_userprio`] divides by the factor in force
+//! (the record's own, or the default for a factor nobody set, which HTCondor prints as 0) and
+//! [`Accountant::to_userprio_long`] multiplies (tests/reference/negotiator/userprio_import.sh
+//! checks both against the real `condor_userprio`).
 use super::userprio_ad::{AccountingAd, AccountingRecord, UserprioParseError};
 use super::*;
 
@@ -17,9 +19,14 @@ fn ledger_record(rec: &AccountingRecord, acct: &Accountant) -> Record {
     // HTCondor prints 0 for a factor nobody set (groups, often); below 1 means "use the
     // default", as Accountant.cpp's GetPriorityFactor reads it.
     let set_factor = rec.priority_factor.filter(|f| *f >= MIN_PRIORITY_FACTOR);
+    let factor = set_factor.unwrap_or_else(|| acct.default_factor(&rec.name));
     Record {
-        real_priority: rec.priority.unwrap_or(MIN_PRIORITY).max(MIN_PRIORITY),
-        priority_factor: set_factor.unwrap_or_else(|| acct.default_factor(&rec.name)),
+        real_priority: rec
+            .priority
+            .map(|effective| effective / factor)
+            .unwrap_or(MIN_PRIORITY)
+            .max(MIN_PRIORITY),
+        priority_factor: factor,
         factor_set: set_factor.is_some(),
         floor: rec.floor.unwrap_or(0.0).max(0.0),
         ceiling: rec
@@ -69,7 +76,7 @@ impl Accountant {
                     .filter(|r| r.is_group)
                     .map(|r| r.hier_weighted_slots_at_last_tick);
                 AccountingRecord {
-                    priority: Some(row.real_priority),
+                    priority: Some(row.effective_priority),
                     priority_factor: Some(row.priority_factor),
                     weighted_resources_used: Some(row.resources_used),
                     hier_weighted_resources_used: hier,
