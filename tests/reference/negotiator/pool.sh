@@ -3,6 +3,10 @@
 ROOT=${ROOT:-/var/lib/aerie-reference/htcondor-root}
 T=${AERIE_SHARED_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd)/shared}/tools/reference-htcondor.sh
 export ROOT
+# There is one reference pool per machine: a scenario holds this lock from the moment it
+# sources this file until it exits, so two scenarios run one after the other, never mixed.
+exec 9>/run/aerie-reference-pool.lock
+flock 9
 # Where the scenarios write their slot ads (inside the chroot's /srv).
 ads="$ROOT/srv/negotiator/slots.ads"
 
