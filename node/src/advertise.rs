@@ -161,6 +161,7 @@ async fn invalidate(
         let mut req = tonic::Request::new(pb::InvalidateRequest {
             ad_type: t.clone(),
             name: n.clone(),
+            ..Default::default()
         });
         req.set_timeout(Duration::from_secs(5));
         if let Err(s) = client.invalidate(req).await {
@@ -183,6 +184,7 @@ pub async fn invalidate_all(sim: &Sim, cms: &[String]) {
                     let mut req = tonic::Request::new(pb::InvalidateRequest {
                         ad_type: t,
                         name: n,
+                        ..Default::default()
                     });
                     req.set_timeout(Duration::from_secs(2));
                     c.invalidate(req).await.is_ok()

@@ -149,6 +149,7 @@ async fn slot_ads_advertised_over_grpc_are_queried_back() {
         .invalidate(pb::InvalidateRequest {
             ad_type: "Machine".into(),
             name: "slot0@node0".into(),
+            ..Default::default()
         })
         .await
         .expect("invalidate")

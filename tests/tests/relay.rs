@@ -99,6 +99,7 @@ async fn ads_reach_every_cm_and_a_restarted_cm_converges_by_digest() {
         .invalidate(pb::InvalidateRequest {
             ad_type: "Machine".into(),
             name: "slot1@n0".into(),
+            ..Default::default()
         })
         .await
         .expect("invalidate")

@@ -16,8 +16,8 @@ pub mod service;
 mod table;
 
 pub use table::{
-    is_private_attr, AdError, AdKey, AdTable, AdType, CollectorParams, DigestDiff, DigestEntry,
-    ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, Update, Version,
+    address_host, is_private_attr, AdError, AdKey, AdTable, AdType, CollectorParams, DigestDiff,
+    DigestEntry, ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, Update, Version,
 };
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! for reading. Time comes from the system clock here (Unix seconds), and only here, so the
 //! table itself stays deterministic.
 use super::relay::{self, Relay};
-use super::{AdTable, AdType, Query, RelayItem, Update};
+use super::{address_host, AdTable, AdType, Query, RelayItem, Update};
 use aerie_proto::collector::{self as pb, collector_server};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -282,7 +282,7 @@ impl collector_server::Collector for CollectorService {
             .table
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .invalidate_name(&t, &r.name, unix_now());
+            .invalidate_name(&t, &r.name, address_host(&r.addr), unix_now());
         if let Some(relay) = &self.relay {
             relay.publish(&removed);
         }

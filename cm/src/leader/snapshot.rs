@@ -27,18 +27,19 @@ pub(crate) fn attr_str(ad: &ClassAd, name: &str) -> Option<String> {
 impl PoolSnapshot {
     /// Copies the slots and submitters out of `table`.
     pub fn take(table: &AdTable) -> PoolSnapshot {
-        let slots = table.query(&Query {
+        let keyed = table.query_keyed(&Query {
             ad_type: Some(AdType::Machine),
             ..Default::default()
         });
-        let claim_ids = slots
+        // Each slot's capability by its whole key: two machines may name slots alike.
+        let claim_ids = keyed
             .iter()
-            .map(|ad| {
-                let name = attr_str(ad, "Name")?;
-                let private = table.private_attrs(&AdType::Machine, &name)?;
+            .map(|(key, _)| {
+                let private = table.private_attrs_of(key)?;
                 attr_str(private, "ClaimId").or_else(|| attr_str(private, "Capability"))
             })
             .collect();
+        let slots = keyed.into_iter().map(|(_, ad)| ad).collect();
         let submitters = table.query(&Query {
             ad_type: Some(AdType::Submitter),
             ..Default::default()
@@ -152,5 +153,35 @@ mod tests {
         // The public copy never carries the secret.
         assert!(s.slots[0].lookup("ClaimId").is_none());
         assert_eq!(s.access_points(), vec!["127.0.0.1:5000", "127.0.0.1:6000"]);
+    }
+
+    /// Issue 13.3: a grant for host b's slot must carry host b's capability, even when both
+    /// machines call their slot `slot1@localhost`.
+    #[test]
+    fn same_named_slots_on_two_hosts_keep_their_own_claim_ids() {
+        let mut t = AdTable::new(CollectorParams::default());
+        for (ip, secret) in [("10.0.0.1", "claim-a"), ("10.0.0.2", "claim-b")] {
+            t.advertise_text(
+                &format!(
+                    "MyType = \"Machine\"\nName = \"slot1@localhost\"\nState = \"Unclaimed\"\nMyAddress = \"<{ip}:9618>\"\nClaimId = \"{secret}\"\n"
+                ),
+                1000,
+            )
+            .unwrap();
+        }
+        let s = PoolSnapshot::take(&t);
+        let got: Vec<(String, Option<String>)> = s
+            .slots
+            .iter()
+            .zip(&s.claim_ids)
+            .map(|(ad, c)| (attr_str(ad, "MyAddress").unwrap(), c.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("<10.0.0.1:9618>".to_string(), Some("claim-a".to_string())),
+                ("<10.0.0.2:9618>".to_string(), Some("claim-b".to_string())),
+            ]
+        );
     }
 }

@@ -161,25 +161,39 @@ pub(super) fn validate(ad: &ClassAd) -> Result<AdKey, AdError> {
 }
 
 /// The host part of the daemon's address, as HTCondor's `getIpAddr` takes it: `MyAddress`,
-/// else the older per-daemon attributes; a sinful string `<host:port?params>` gives `host`.
-/// Empty when the ad carries no address (test tools, generic ads).
+/// else the older per-daemon attributes. Empty when the ad carries no address (test tools,
+/// generic ads).
 fn daemon_host(ad: &ClassAd) -> String {
     for attr in ["MyAddress", "StartdIpAddr", "ScheddIpAddr"] {
         if let Value::Str(s) = ad.eval_attr(attr) {
-            let s = s.trim().trim_start_matches('<');
-            let s = s.split(['?', '>']).next().unwrap_or("");
-            // [v6::addr]:port or host:port -> the host.
-            let host = if let Some(rest) = s.strip_prefix('[') {
-                rest.split(']').next().unwrap_or("")
-            } else {
-                s.rsplit_once(':').map(|(h, _)| h).unwrap_or(s)
-            };
+            let host = address_host(&s);
             if !host.is_empty() {
                 return host.to_string();
             }
         }
     }
     String::new()
+}
+
+/// The host of an address: a sinful string `<host:port?params>`, `host:port`, `[v6]:port`.
+pub fn address_host(addr: &str) -> &str {
+    let s = addr.trim().trim_start_matches('<');
+    let s = s.split(['?', '>']).next().unwrap_or("");
+    if let Some(rest) = s.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        s.rsplit_once(':').map(|(h, _)| h).unwrap_or(s)
+    }
+}
+
+impl AdKey {
+    /// The daemon host part of the key (a Submitter's `addr` is `ScheddName/host`).
+    pub fn host(&self) -> &str {
+        match self.ad_type {
+            AdType::Submitter => self.addr.rsplit('/').next().unwrap_or(""),
+            _ => &self.addr,
+        }
+    }
 }
 
 /// Names a refused value in an [`AdError`]'s reason. Every string is called empty: right for

@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 mod key;
 
+pub use key::{address_host, AdKey, AdType};
 use key::{describe, validate};
-pub use key::{AdKey, AdType};
 
 mod private;
 
@@ -455,19 +455,29 @@ impl AdTable {
         Ok(Some((key, outcome)))
     }
 
-    /// A daemon asks for its ad(s) of `ad_type` named `name` to go away now (every address).
-    /// With `EXPIRE_INVALIDATED_ADS` the ad is treated as expired instead (so a slot may
-    /// become absent). Returns whether an ad was there.
-    pub fn invalidate(&mut self, ad_type: &AdType, name: &str, now: i64) -> bool {
-        !self.invalidate_name(ad_type, name, now).is_empty()
+    /// A daemon asks for its ad of `ad_type` named `name` to go away now. With
+    /// `EXPIRE_INVALIDATED_ADS` the ad is treated as expired instead (so a slot may become
+    /// absent). Returns whether an ad was there. `host` is the daemon's host (see
+    /// [`AdTable::invalidate_name`]).
+    pub fn invalidate(&mut self, ad_type: &AdType, name: &str, host: &str, now: i64) -> bool {
+        !self.invalidate_name(ad_type, name, host, now).is_empty()
     }
 
     /// [`AdTable::invalidate`], returning what to relay: one invalidation per key removed.
-    pub fn invalidate_name(&mut self, ad_type: &AdType, name: &str, now: i64) -> Vec<RelayItem> {
+    /// Only the ad of that name at `host` goes, so one machine cannot remove another's ad of
+    /// the same name; an empty `host` removes every ad of that name (an operator's choice).
+    pub fn invalidate_name(
+        &mut self,
+        ad_type: &AdType,
+        name: &str,
+        host: &str,
+        now: i64,
+    ) -> Vec<RelayItem> {
         let keys: Vec<AdKey> = self
             .ads
             .range(AdKey::new(ad_type.clone(), name, "")..)
             .take_while(|(k, _)| k.ad_type == *ad_type && k.name == name)
+            .filter(|(k, _)| host.is_empty() || k.host() == host)
             .map(|(k, _)| AdKey::clone(k))
             .collect();
         let mut out = Vec::new();
@@ -545,6 +555,12 @@ impl AdTable {
     /// Ads matching `q`, projected, in key order, each with `LastHeardFrom` (its last
     /// update time) as HTCondor's collector adds it.
     pub fn query(&self, q: &Query) -> Vec<ClassAd> {
+        self.query_keyed(q).into_iter().map(|(_, ad)| ad).collect()
+    }
+
+    /// [`AdTable::query`] with each ad's key, for callers that come back for the private part
+    /// of exactly that ad ([`AdTable::private_attrs_of`]).
+    pub fn query_keyed(&self, q: &Query) -> Vec<(AdKey, ClassAd)> {
         let refs = q.constraint.as_ref().map(|c| c.references());
         let want_absent = q.absent
             || refs
@@ -565,7 +581,7 @@ impl AdTable {
             ),
             None => Box::new(self.ads.iter().map(|(k, e)| (&**k, e))),
         };
-        for (_, e) in iter {
+        for (key, e) in iter {
             if e.absent_since.is_some() && !want_absent {
                 continue;
             }
@@ -588,7 +604,7 @@ impl AdTable {
                 }
                 p
             };
-            out.push(ad);
+            out.push((key.clone(), ad));
             if q.limit > 0 && out.len() >= q.limit {
                 break;
             }

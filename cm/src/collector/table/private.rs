@@ -8,6 +8,7 @@
 //! access point that won it ([`AdTable::private_attrs`]), and the relay, which sends the whole
 //! ad to the other CMs so whichever one leads can do the same ([`Entry::whole_text`]). Keeping
 //! those here, and nowhere else, makes the "never shown" rule checkable in one file.
+use super::AdKey;
 use super::{AdTable, AdType, Entry};
 use classad::ClassAd;
 
@@ -49,11 +50,19 @@ pub(super) fn split_private(ad: &mut ClassAd) -> Option<ClassAd> {
 }
 
 impl AdTable {
-    /// The private attributes of a live ad (the claim capability), for the negotiator to hand
-    /// to the access point that won the match. Never exposed by [`AdTable::query`]; `None`
-    /// for absent ads, which are never matched. Found by name like [`AdTable::get`]: when
-    /// daemons at different addresses use one name, this is the first one's private part
-    /// (a known gap: the caller cannot say which of them it means).
+    /// The private attributes of the live ad under `key` (the claim capability), for the
+    /// negotiator to hand to the access point that won the match. Never exposed by
+    /// [`AdTable::query`]; `None` for absent ads, which are never matched. By the whole key:
+    /// two machines may give their slots one name, and each slot's capability is its own.
+    pub fn private_attrs_of(&self, key: &AdKey) -> Option<&ClassAd> {
+        self.ads
+            .get(key)
+            .filter(|e| e.absent_since.is_none())
+            .and_then(|e| e.private.as_ref())
+    }
+
+    /// [`AdTable::private_attrs_of`] the first live ad of `ad_type` named `name`, whatever its
+    /// address (tests and tools that know one daemon by that name).
     pub fn private_attrs(&self, ad_type: &AdType, name: &str) -> Option<&ClassAd> {
         self.first_by_name(ad_type, name)
             .map(|(_, e)| e)

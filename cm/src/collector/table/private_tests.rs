@@ -65,3 +65,38 @@ fn relayed_text_carries_private_attributes() {
         .lookup("ClaimId")
         .is_none());
 }
+
+/// Issue 13.3: two machines that name a slot alike. Each slot's claim capability is found by
+/// its whole key, and one machine's invalidation removes only its own ad.
+#[test]
+fn same_name_on_two_hosts_keeps_each_capability_and_invalidates_only_its_own() {
+    let mut t = AdTable::new(params());
+    let at = |ip: &str, secret: &str| {
+        format!(
+            "{}MyAddress = \"<{ip}:9618?noUDP>\"\nClaimId = \"{secret}\"\n",
+            slot("slot1@localhost", "Unclaimed", 1)
+        )
+    };
+    let (ka, _) = t.advertise_text(&at("10.0.0.1", "claim-a"), T0).unwrap();
+    let (kb, _) = t.advertise_text(&at("10.0.0.2", "claim-b"), T0).unwrap();
+    let claim = |t: &AdTable, k: &AdKey| {
+        t.private_attrs_of(k)
+            .and_then(|p| p.eval_attr("ClaimId").as_str().map(str::to_string))
+    };
+    assert_eq!(claim(&t, &ka).as_deref(), Some("claim-a"));
+    assert_eq!(claim(&t, &kb).as_deref(), Some("claim-b"));
+    // The query hands out each ad with its own key.
+    let keyed = t.query_keyed(&Query::default());
+    assert_eq!(
+        keyed.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        vec![ka.clone(), kb.clone()]
+    );
+    // Host b invalidates its slot: host a's stays.
+    assert!(t.invalidate(&AdType::Machine, "slot1@localhost", "10.0.0.2", T0 + 1));
+    assert_eq!(claim(&t, &ka).as_deref(), Some("claim-a"));
+    assert!(t.get_key(&kb).is_none());
+    assert!(!t.invalidate(&AdType::Machine, "slot1@localhost", "10.0.0.9", T0 + 1));
+    // An operator's invalidation without an address takes every ad of the name.
+    assert!(t.invalidate(&AdType::Machine, "slot1@localhost", "", T0 + 2));
+    assert!(t.is_empty());
+}

@@ -57,7 +57,7 @@ fn relayed_invalidations_win_over_older_copies_only() {
         .unwrap()
         .is_some());
     // A local invalidation reports what to relay.
-    let items = t.invalidate_name(&AdType::Machine, "slot1@a", T0 + 6);
+    let items = t.invalidate_name(&AdType::Machine, "slot1@a", "", T0 + 6);
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].text, None);
     assert!(items[0].version.time == T0 + 6);
@@ -123,7 +123,7 @@ fn a_change_made_after_seeing_a_relayed_one_is_ordered_after_it() {
     let held = cm1.relay_item(&key).unwrap();
     cm2.apply_relayed_text(held.text.as_deref().unwrap(), held.version, T0)
         .unwrap();
-    let inv = cm2.invalidate_name(&AdType::Machine, "slot1@a", T0);
+    let inv = cm2.invalidate_name(&AdType::Machine, "slot1@a", "", T0);
     assert!(inv[0].version > held.version);
     assert!(cm1.apply_relayed_invalidate(&key, inv[0].version, T0));
     assert!(cm1.is_empty());

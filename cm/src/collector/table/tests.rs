@@ -267,9 +267,9 @@ fn invalidate_removes_unless_expire_invalidated_ads_makes_it_absent() {
     let mut t = AdTable::new(absent_params("True"));
     t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
         .unwrap();
-    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", "", T0 + 1));
     assert!(t.is_empty());
-    assert!(!t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(!t.invalidate(&AdType::Machine, "slot1@a", "", T0 + 1));
 
     // EXPIRE_INVALIDATED_ADS = True: the UPS case, the slot becomes absent.
     let mut t = AdTable::new(CollectorParams {
@@ -278,7 +278,7 @@ fn invalidate_removes_unless_expire_invalidated_ads_makes_it_absent() {
     });
     t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
         .unwrap();
-    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", "", T0 + 1));
     assert!(t.is_absent(&AdType::Machine, "slot1@a"));
     // ... but only when ABSENT_REQUIREMENTS holds.
     let mut t = AdTable::new(CollectorParams {
@@ -287,7 +287,7 @@ fn invalidate_removes_unless_expire_invalidated_ads_makes_it_absent() {
     });
     t.advertise_text(&slot("slot1@a", "Unclaimed", 1), T0)
         .unwrap();
-    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 1));
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", "", T0 + 1));
     assert!(t.is_empty());
 }
 
@@ -433,7 +433,7 @@ fn text_index_follows_updates_expiry_absence_and_invalidation() {
         Update::Unchanged
     );
     // Invalidated, then the same text: a new ad.
-    assert!(t.invalidate(&AdType::Machine, "slot1@a", T0 + 2002));
+    assert!(t.invalidate(&AdType::Machine, "slot1@a", "", T0 + 2002));
     assert_eq!(t.text_index_len(), 0);
     assert_eq!(t.advertise_text(&a1, T0 + 2003).unwrap().1, Update::New);
     // A parsed-ad update (no text) clears the hash, so the old text is a change.
