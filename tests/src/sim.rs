@@ -23,6 +23,9 @@ pub struct Sim {
     /// Where its AccessPoint and Startd gRPC services listen (`host:port`), when it was
     /// started with [`SimOptions::listen`]; otherwise it picked an ephemeral port itself.
     pub addr: Option<String>,
+    /// Where it keeps its slots' current claim ids, when started with
+    /// [`SimOptions::claim_ids`].
+    pub claim_ids_file: Option<PathBuf>,
 }
 
 /// How to start a simulator beyond the shape of its pool.
@@ -31,6 +34,9 @@ pub struct SimOptions<'a> {
     /// Listen on a free loopback port chosen here (`--listen`), so that the test knows the
     /// address of the simulator's own gRPC services ([`Sim::addr`]).
     pub listen: bool,
+    /// Keep the slots' current claim ids in a file (`--dump-claim-ids`, read with
+    /// [`Sim::claim_ids`]), so that a test can act as the leader.
+    pub claim_ids: bool,
     /// Extra environment, e.g. `("AERIE_LOG", "info,aerie_node=debug")`.
     pub env: &'a [(&'a str, &'a str)],
 }
@@ -49,7 +55,8 @@ impl Sim {
         Self::start_with(bin, dir, cms, extra, SimOptions::default())
     }
 
-    /// Like [`Sim::start`], with a known listen address or extra environment.
+    /// Like [`Sim::start`], with a known listen address, its claim ids in a file or extra
+    /// environment.
     pub fn start_with(
         bin: &str,
         dir: &Path,
@@ -63,6 +70,7 @@ impl Sim {
         let addr = opts
             .listen
             .then(|| format!("127.0.0.1:{}", crate::free_port()));
+        let claim_ids_file = opts.claim_ids.then(|| dir.join("claim_ids.json"));
         let mut cmd = Command::new(bin);
         cmd.arg("simulate")
             .arg("--cms")
@@ -79,6 +87,9 @@ impl Sim {
         if let Some(a) = &addr {
             cmd.args(["--listen", a]);
         }
+        if let Some(f) = &claim_ids_file {
+            cmd.arg("--dump-claim-ids").arg(f);
+        }
         let child = cmd
             .args(extra)
             .envs(opts.env.iter().copied())
@@ -93,6 +104,7 @@ impl Sim {
             claims_log,
             log,
             addr,
+            claim_ids_file,
         })
     }
 
@@ -116,6 +128,21 @@ impl Sim {
     /// A client for the simulator's startds (claim and release requests).
     pub fn startd(&self) -> StartdClient<Channel> {
         StartdClient::new(crate::channel(self.grpc_addr()))
+    }
+
+    /// The slots' current claim ids (`{slot name: claim id}`, the capabilities a leader's
+    /// grants carry and the collector never returns), once the simulator has written them
+    /// (within `within`); only when started with [`SimOptions::claim_ids`].
+    pub async fn claim_ids(&self, within: Duration) -> anyhow::Result<BTreeMap<String, String>> {
+        let path = self
+            .claim_ids_file
+            .as_deref()
+            .context("the simulator was started without SimOptions::claim_ids")?;
+        crate::eventually("the simulator's claim ids", within, || async {
+            let text = std::fs::read_to_string(path)?;
+            Ok(Some(serde_json::from_str(&text)?))
+        })
+        .await
     }
 
     /// SIGTERM (the simulator invalidates its ads), then its exit code; `None` if it did not

@@ -17,12 +17,14 @@ const NODE: &str = env!("CARGO_BIN_EXE_aerie-node-sim");
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Starts the simulator against `cms`, listening where the test knows, refreshing its ads
-/// every 2 s and logging at debug level.
-fn start_sim(dir: &Path, cms: &[String], extra: &[&str]) -> Sim {
+/// every 2 s, logging at debug level and, with `claim_ids`, keeping its slots' claim ids
+/// where [`Sim::claim_ids`] reads them.
+fn start_sim(dir: &Path, cms: &[String], extra: &[&str], claim_ids: bool) -> Sim {
     let mut args = vec!["--update-interval", "2", "--status-interval", "1"];
     args.extend_from_slice(extra);
     let opts = SimOptions {
         listen: true,
+        claim_ids,
         env: &[("AERIE_LOG", "info,aerie_node=debug")],
     };
     Sim::start_with(NODE, dir, cms, &args, opts).expect("start aerie-node simulate")
@@ -47,14 +49,32 @@ async fn start_cm() -> Cluster {
     cm
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_pool_is_advertised_and_invalidated_on_sigterm() {
+/// A simulator advertising to a single-node CM whose own negotiator is paused; dropping it
+/// stops both.
+struct Pool {
+    sim: Sim,
+    cm_addr: String,
+    _dir: tempfile::TempDir,
+    _cm: Cluster,
+}
+
+/// Starts a [`Pool`]: `extra` and `claim_ids` as for [`start_sim`].
+async fn start_pool(extra: &[&str], claim_ids: bool) -> Pool {
     let cm = start_cm().await;
     let cm_addr = cm.addr(1);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut sim = start_sim(
-        dir.path(),
-        std::slice::from_ref(&cm_addr),
+    let sim = start_sim(dir.path(), std::slice::from_ref(&cm_addr), extra, claim_ids);
+    Pool {
+        sim,
+        cm_addr,
+        _dir: dir,
+        _cm: cm,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_is_advertised_and_invalidated_on_sigterm() {
+    let mut pool = start_pool(
         &[
             "--slots",
             "6",
@@ -67,9 +87,12 @@ async fn the_pool_is_advertised_and_invalidated_on_sigterm() {
             "--groups",
             "group_a",
         ],
-    );
+        false,
+    )
+    .await;
+    let (sim, cm_addr) = (&mut pool.sim, pool.cm_addr.as_str());
     let slots = eventually("6 slot ads", WAIT, || async {
-        let ads = collector_ads(&cm_addr, "Machine", "", &[]).await?;
+        let ads = collector_ads(cm_addr, "Machine", "", &[]).await?;
         anyhow::ensure!(ads.len() == 6, "{} slot ads", ads.len());
         Ok(Some(ads))
     })
@@ -93,7 +116,7 @@ async fn the_pool_is_advertised_and_invalidated_on_sigterm() {
         "{names:?}"
     );
 
-    let subs = collector_ads(&cm_addr, "Submitter", "", &[])
+    let subs = collector_ads(cm_addr, "Submitter", "", &[])
         .await
         .expect("submitters");
     let mut by_name: BTreeMap<String, i64> = BTreeMap::new();
@@ -108,31 +131,20 @@ async fn the_pool_is_advertised_and_invalidated_on_sigterm() {
             ("group_a.user2@pool.example".to_string(), 5)
         ])
     );
-    let schedds = collector_ads(&cm_addr, "Scheduler", "", &[])
+    let schedds = collector_ads(cm_addr, "Scheduler", "", &[])
         .await
         .expect("schedds");
     assert_eq!(schedds.len(), 1);
     assert_eq!(schedds[0].eval_attr("TotalIdleJobs").as_int(), Some(10));
 
     assert_eq!(sim.terminate(), Some(0), "{}", sim.log());
-    let left = collector_ads(&cm_addr, "Any", "", &[])
-        .await
-        .expect("query");
+    let left = collector_ads(cm_addr, "Any", "", &[]).await.expect("query");
     let ours: Vec<String> = left
         .iter()
         .filter(|a| s(a, "MyAddress") == my)
         .map(|a| s(a, "Name"))
         .collect();
     assert!(ours.is_empty(), "still advertised after SIGTERM: {ours:?}");
-}
-
-async fn read_claim_ids(path: &Path) -> BTreeMap<String, String> {
-    eventually("claim ids", WAIT, || async {
-        let t = std::fs::read_to_string(path)?;
-        Ok(Some(serde_json::from_str::<BTreeMap<String, String>>(&t)?))
-    })
-    .await
-    .expect("claim ids file")
 }
 
 fn grant(job: &str, sub: &str, slot: &str, addr: &str, claim_id: &str) -> npb::Grant {
@@ -149,14 +161,7 @@ fn grant(job: &str, sub: &str, slot: &str, addr: &str, claim_id: &str) -> npb::G
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grants_from_a_leader_claim_slots_run_and_release() {
-    let cm = start_cm().await;
-    let cm_addr = cm.addr(1);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ids_file = dir.path().join("ids.json");
-    let ids_arg = ids_file.display().to_string();
-    let sim = start_sim(
-        dir.path(),
-        std::slice::from_ref(&cm_addr),
+    let pool = start_pool(
         &[
             "--slots",
             "4",
@@ -166,11 +171,12 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
             "alice,bob",
             "--runtime",
             "fixed:8",
-            "--dump-claim-ids",
-            &ids_arg,
         ],
-    );
-    let ids = read_claim_ids(&ids_file).await;
+        true,
+    )
+    .await;
+    let (sim, cm_addr) = (&pool.sim, pool.cm_addr.as_str());
+    let ids = sim.claim_ids(WAIT).await.expect("claim ids file");
     let mut ap = sim.access_point();
     let jobs = eventually("requests", WAIT, || {
         let mut ap = ap.clone();
@@ -247,7 +253,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
 
     // The claimed slots show up Claimed, with the job and the term.
     let claimed = eventually("claimed slot ads", WAIT, || async {
-        let ads = collector_ads(&cm_addr, "Machine", "State == \"Claimed\"", &[]).await?;
+        let ads = collector_ads(cm_addr, "Machine", "State == \"Claimed\"", &[]).await?;
         anyhow::ensure!(ads.len() == 2, "{} claimed", ads.len());
         Ok(Some(ads))
     })
@@ -279,7 +285,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
 
     // The jobs run their 8 s and release the slots.
     eventually("slots released", WAIT, || async {
-        let ads = collector_ads(&cm_addr, "Machine", "State == \"Claimed\"", &[]).await?;
+        let ads = collector_ads(cm_addr, "Machine", "State == \"Claimed\"", &[]).await?;
         anyhow::ensure!(ads.is_empty(), "{} still claimed", ads.len());
         Ok(Some(()))
     })
@@ -321,14 +327,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_startd_service_claims_and_partitionable_slots_carve() {
-    let cm = start_cm().await;
-    let cm_addr = cm.addr(1);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ids_file = dir.path().join("ids.json");
-    let ids_arg = ids_file.display().to_string();
-    let sim = start_sim(
-        dir.path(),
-        std::slice::from_ref(&cm_addr),
+    let pool = start_pool(
         &[
             "--slots",
             "4",
@@ -341,11 +340,12 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
             "alice",
             "--runtime",
             "fixed:600",
-            "--dump-claim-ids",
-            &ids_arg,
         ],
-    );
-    let ids = read_claim_ids(&ids_file).await;
+        true,
+    )
+    .await;
+    let (sim, cm_addr) = (&pool.sim, pool.cm_addr.as_str());
+    let ids = sim.claim_ids(WAIT).await.expect("claim ids file");
     let p = "slot1@sim0.pool.example";
     assert_eq!(ids.len(), 1, "{ids:?}");
     let job_ad = "MyType = \"Job\"\nClusterId = 50\nProcId = 0\nOwner = \"zed\"\n\
@@ -402,7 +402,7 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
         .into_inner();
     assert!(r.results[0].accepted, "{r:?}");
     let ads = eventually("dynamic slots", WAIT, || async {
-        let ads = collector_ads(&cm_addr, "Machine", "DynamicSlot == true", &[]).await?;
+        let ads = collector_ads(cm_addr, "Machine", "DynamicSlot == true", &[]).await?;
         anyhow::ensure!(ads.len() == 2, "{} dynamic slots", ads.len());
         Ok(Some(ads))
     })
@@ -415,7 +415,7 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
     assert_eq!(s(grouped, "AccountingGroup"), "group_a.alice@pool.example");
     assert_eq!(s(grouped, "State"), "Claimed");
     let pslot = eventually("partitionable slot shrinks", WAIT, || async {
-        let ads = collector_ads(&cm_addr, "Machine", "PartitionableSlot == true", &[]).await?;
+        let ads = collector_ads(cm_addr, "Machine", "PartitionableSlot == true", &[]).await?;
         anyhow::ensure!(ads.len() == 1);
         anyhow::ensure!(ads[0].eval_attr("Cpus").as_int() == Some(2));
         Ok(Some(ads))
@@ -435,7 +435,7 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
         .into_inner();
     assert!(rel.ok, "{rel:?}");
     eventually("dynamic slot invalidated", WAIT, || async {
-        let ads = collector_ads(&cm_addr, "Machine", "DynamicSlot == true", &[]).await?;
+        let ads = collector_ads(cm_addr, "Machine", "DynamicSlot == true", &[]).await?;
         anyhow::ensure!(ads.len() == 1, "{} dynamic slots", ads.len());
         Ok(Some(()))
     })
@@ -451,7 +451,7 @@ async fn the_ad_stream_moves_to_the_next_cm_when_its_cm_dies() {
     let dead = format!("127.0.0.1:{}", free_port());
     let cms = [dead, first.addr(1), second.addr(1)];
     let dir = tempfile::tempdir().expect("tempdir");
-    let sim = start_sim(dir.path(), &cms, &["--slots", "5", "--jobs", "3"]);
+    let sim = start_sim(dir.path(), &cms, &["--slots", "5", "--jobs", "3"], false);
     let count = |addr: String| async move {
         let ads = collector_ads(&addr, "Machine", "", &[]).await?;
         anyhow::ensure!(ads.len() == 5, "{} slot ads at {addr}", ads.len());
