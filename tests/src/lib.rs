@@ -238,21 +238,9 @@ impl Cluster {
     pub fn stop(&mut self, id: u64) {
         if let Some(n) = self.nodes.get_mut(&id) {
             if let Some(mut c) = n.child.take() {
-                let _ = process::Command::new("kill")
-                    .arg("-TERM")
-                    .arg(c.id().to_string())
-                    .status();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                loop {
-                    if let Ok(Some(_)) = c.try_wait() {
-                        break;
-                    }
-                    if Instant::now() > deadline {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
+                if sigterm(&mut c, Duration::from_secs(10)).is_none() {
+                    let _ = c.kill();
+                    let _ = c.wait();
                 }
             }
         }
@@ -286,17 +274,65 @@ impl Drop for Cluster {
     }
 }
 
+/// Sends SIGTERM to `child` and waits up to `within` for it to exit; its exit status, or
+/// `None` if it is still running (the caller decides whether to SIGKILL it).
+pub(crate) fn sigterm(child: &mut Child, within: Duration) -> Option<process::ExitStatus> {
+    let _ = process::Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
+    let deadline = Instant::now() + within;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A lazily connected gRPC channel to `addr` (`host:port`): 1 s to connect, 10 s per call.
+pub fn channel(addr: &str) -> Channel {
+    Endpoint::from_shared(format!("http://{addr}"))
+        .expect("a host:port address")
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(10))
+        .connect_lazy()
+}
+
 /// A client for one CM's collector (1 s to connect, 10 s per call).
 pub fn collector_client(
     addr: &str,
 ) -> aerie_proto::collector::collector_client::CollectorClient<Channel> {
-    let ch = Endpoint::from_shared(format!("http://{addr}"))
-        .expect("a host:port address")
-        .connect_timeout(Duration::from_secs(1))
-        .timeout(Duration::from_secs(10))
-        .connect_lazy();
-    aerie_proto::collector::collector_client::CollectorClient::new(ch)
+    aerie_proto::collector::collector_client::CollectorClient::new(channel(addr))
         .max_decoding_message_size(256 << 20)
+}
+
+/// The ads of `ad_type` (`Machine`, `Submitter`, `Any`...) matching `constraint` (empty: all)
+/// that the collector of the CM at `addr` holds, parsed; `projection` names the attributes
+/// to return (empty: all).
+pub async fn collector_ads(
+    addr: &str,
+    ad_type: &str,
+    constraint: &str,
+    projection: &[&str],
+) -> anyhow::Result<Vec<classad::ClassAd>> {
+    let ads = collector_client(addr)
+        .query(aerie_proto::collector::QueryRequest {
+            ad_type: ad_type.into(),
+            constraint: constraint.into(),
+            projection: projection.iter().map(|a| a.to_string()).collect(),
+            absent: false,
+            limit: 0,
+        })
+        .await?
+        .into_inner()
+        .ads;
+    ads.iter()
+        .map(|t| classad::parse_ad(t).map_err(|e| anyhow!("an ad from {addr} does not parse: {e}")))
+        .collect()
 }
 
 /// A client for one CM's admin API.

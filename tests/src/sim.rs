@@ -1,17 +1,44 @@
 //! A simulated pool (`aerie-node simulate`) as a child process of a test or benchmark, and
 //! collector queries over what it advertised.
-use aerie_proto::collector as cpb;
+use aerie_proto::negotiation::{
+    access_point_client::AccessPointClient, startd_client::StartdClient,
+};
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tonic::transport::Channel;
 
 /// The simulator process; killed when dropped (also when a test panics).
 pub struct Sim {
+    /// The `aerie-node simulate` process.
     pub child: Child,
+    /// The `aerie-node` binary it runs (also used for `check-claims`).
     pub bin: PathBuf,
+    /// The startds' claims log (`--claims-log`).
     pub claims_log: PathBuf,
+    /// Its stderr (the log lines and status lines).
     pub log: PathBuf,
+    /// Where its AccessPoint and Startd gRPC services listen (`host:port`), when it was
+    /// started with [`SimOptions::listen`]; otherwise it picked an ephemeral port itself.
+    pub addr: Option<String>,
+    /// Where it keeps its slots' current claim ids, when started with
+    /// [`SimOptions::claim_ids`].
+    pub claim_ids_file: Option<PathBuf>,
+}
+
+/// How to start a simulator beyond the shape of its pool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SimOptions<'a> {
+    /// Listen on a free loopback port chosen here (`--listen`), so that the test knows the
+    /// address of the simulator's own gRPC services ([`Sim::addr`]).
+    pub listen: bool,
+    /// Keep the slots' current claim ids in a file (`--dump-claim-ids`, read with
+    /// [`Sim::claim_ids`]), so that a test can act as the leader.
+    pub claim_ids: bool,
+    /// Extra environment, e.g. `("AERIE_LOG", "info,aerie_node=debug")`.
+    pub env: &'a [(&'a str, &'a str)],
 }
 
 impl Drop for Sim {
@@ -25,11 +52,27 @@ impl Sim {
     /// Starts `bin simulate` against `cms`, with its claims log and stderr in `dir`; `extra`
     /// gives the pool's shape (`--slots`, `--jobs`, `--users`...).
     pub fn start(bin: &str, dir: &Path, cms: &[String], extra: &[&str]) -> anyhow::Result<Sim> {
+        Self::start_with(bin, dir, cms, extra, SimOptions::default())
+    }
+
+    /// Like [`Sim::start`], with a known listen address, its claim ids in a file or extra
+    /// environment.
+    pub fn start_with(
+        bin: &str,
+        dir: &Path,
+        cms: &[String],
+        extra: &[&str],
+        opts: SimOptions,
+    ) -> anyhow::Result<Sim> {
         let claims_log = dir.join("claims.log");
         let log = dir.join("simulate.log");
         let out = std::fs::File::create(&log).context("simulator log")?;
-        let child = Command::new(bin)
-            .arg("simulate")
+        let addr = opts
+            .listen
+            .then(|| format!("127.0.0.1:{}", crate::free_port()));
+        let claim_ids_file = opts.claim_ids.then(|| dir.join("claim_ids.json"));
+        let mut cmd = Command::new(bin);
+        cmd.arg("simulate")
             .arg("--cms")
             .arg(cms.join(","))
             .arg("--claims-log")
@@ -40,8 +83,16 @@ impl Sim {
                 &[][..]
             } else {
                 &["--update-interval", "1"][..]
-            })
+            });
+        if let Some(a) = &addr {
+            cmd.args(["--listen", a]);
+        }
+        if let Some(f) = &claim_ids_file {
+            cmd.arg("--dump-claim-ids").arg(f);
+        }
+        let child = cmd
             .args(extra)
+            .envs(opts.env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(out))
@@ -52,12 +103,52 @@ impl Sim {
             bin: PathBuf::from(bin),
             claims_log,
             log,
+            addr,
+            claim_ids_file,
         })
     }
 
-    /// What the simulator logged so far (for failure messages).
+    /// What the simulator logged on stderr so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The address of its gRPC services; panics unless started with [`SimOptions::listen`].
+    pub fn grpc_addr(&self) -> &str {
+        self.addr
+            .as_deref()
+            .expect("the simulator was started without SimOptions::listen")
+    }
+
+    /// A client for the simulator's access point (idle jobs, grants).
+    pub fn access_point(&self) -> AccessPointClient<Channel> {
+        AccessPointClient::new(crate::channel(self.grpc_addr()))
+    }
+
+    /// A client for the simulator's startds (claim and release requests).
+    pub fn startd(&self) -> StartdClient<Channel> {
+        StartdClient::new(crate::channel(self.grpc_addr()))
+    }
+
+    /// The slots' current claim ids (`{slot name: claim id}`, the capabilities a leader's
+    /// grants carry and the collector never returns), once the simulator has written them
+    /// (within `within`); only when started with [`SimOptions::claim_ids`].
+    pub async fn claim_ids(&self, within: Duration) -> anyhow::Result<BTreeMap<String, String>> {
+        let path = self
+            .claim_ids_file
+            .as_deref()
+            .context("the simulator was started without SimOptions::claim_ids")?;
+        crate::eventually("the simulator's claim ids", within, || async {
+            let text = std::fs::read_to_string(path)?;
+            Ok(Some(serde_json::from_str(&text)?))
+        })
+        .await
+    }
+
+    /// SIGTERM (the simulator invalidates its ads), then its exit code; `None` if it did not
+    /// exit within 10 s or died of a signal.
+    pub fn terminate(&mut self) -> Option<i32> {
+        crate::sigterm(&mut self.child, Duration::from_secs(10)).and_then(|s| s.code())
     }
 
     /// `aerie-node check-claims --json` on the simulator's claims log.
@@ -81,28 +172,10 @@ impl Sim {
 /// Claimed slots per value of `attr` (RemoteUser or AccountingGroup), as the collector of
 /// the CM at `addr` sees them.
 pub async fn claimed_by(addr: &str, attr: &str) -> anyhow::Result<BTreeMap<String, usize>> {
-    let ads = crate::collector_client(addr)
-        .query(cpb::QueryRequest {
-            ad_type: "Machine".into(),
-            constraint: "State == \"Claimed\"".into(),
-            projection: vec![attr.into()],
-            absent: false,
-            limit: 0,
-        })
-        .await?
-        .into_inner()
-        .ads;
+    let ads = crate::collector_ads(addr, "Machine", "State == \"Claimed\"", &[attr]).await?;
     let mut by = BTreeMap::new();
     for ad in ads {
-        let v = ad
-            .lines()
-            .find_map(|l| {
-                let (n, v) = l.split_once('=')?;
-                n.trim()
-                    .eq_ignore_ascii_case(attr)
-                    .then(|| v.trim().trim_matches('"').to_string())
-            })
-            .unwrap_or_default();
+        let v = ad.eval_attr(attr).as_str().unwrap_or_default().to_string();
         *by.entry(v).or_insert(0) += 1;
     }
     Ok(by)
