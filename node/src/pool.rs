@@ -7,26 +7,33 @@ use crate::access_point::AccessPoint;
 use crate::startd::{Resources, Slot, SlotKind, Startd};
 use classad::ClassAd;
 
-/// Memory (MB) and disk (KB) per core of a simulated machine.
+/// Memory per core of a simulated machine, in MiB (a static slot's `Memory`): 2 GiB.
 pub const MEMORY_PER_CORE: f64 = 2048.0;
+/// Disk per core of a simulated machine, in KiB (a static slot's `Disk`): about 9.5 GiB.
 pub const DISK_PER_CORE: f64 = 10_000_000.0;
 
 /// Which ad: the collector keys ads by type and name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AdRef {
+    /// A slot's `Machine` ad, by the slot's `Name`.
     Slot(String),
-    /// Index into the access point's submitters.
+    /// A `Submitter` ad, by the submitter's index into the access point's submitters.
     Submitter(usize),
+    /// The access point's one `Scheduler` ad.
     Scheduler,
 }
 
 /// What every ad says about where it comes from.
 #[derive(Clone, Debug)]
 pub struct AdContext {
-    /// "<host:port>" of this process's gRPC server.
+    /// "<host:port>" of this process's gRPC server: every ad's `MyAddress` (and the slots'
+    /// `StartdIpAddr`, the submitters' and scheduler's `ScheddIpAddr`), where the leader
+    /// sends requests, grants and claims.
     pub my_address: String,
+    /// The slots' `UidDomain` and `FileSystemDomain` (`--domain`).
     pub domain: String,
-    /// The access point's (schedd's) name.
+    /// The access point's (schedd's) name, `<prefix>-ap.<domain>`: the Scheduler ad's `Name`,
+    /// the Submitter ads' `ScheddName`, and both ads' `Machine`.
     pub schedd_name: String,
 }
 
