@@ -37,13 +37,17 @@ pub struct AdContext {
     pub schedd_name: String,
 }
 
-/// Machine name of machine `m`.
+/// The host name of simulated machine `m` (numbered from 0): `<prefix><m>.<domain>`, its
+/// slots' `Machine`.
 pub fn machine_name(prefix: &str, m: u32, domain: &str) -> String {
     format!("{prefix}{m}.{domain}")
 }
 
 /// Fills `startd` with `slots` slots (static mode) or cores (partitionable mode),
-/// `per_machine` to a machine.
+/// `per_machine` to a machine; the last machine takes what is left over. A static slot is
+/// one core with [`MEMORY_PER_CORE`] and [`DISK_PER_CORE`], named `slot1`..`slotN` per
+/// machine; in partitionable mode each machine has one partitionable `slot1` holding all its
+/// cores.
 pub fn build_slots(
     startd: &mut Startd,
     slots: u32,
@@ -84,7 +88,14 @@ pub fn build_slots(
     }
 }
 
-/// The slot's ad (with its private `ClaimId`, which the collector keeps apart).
+/// The slot's `Machine` ad in old ClassAd syntax, with the attributes `condor_status` and the
+/// negotiator read: identity (`Name`, `Machine`, `SlotID`, `MyAddress`), platform (`OpSys =
+/// "LINUX"`, `Arch = "X86_64"`), resources (`Cpus`, `Memory`, `Disk`: what is left, for a
+/// partitionable slot; `TotalSlot*`), `SlotWeight` (= `Cpus`), policy (`Start`,
+/// `Requirements` True, `Rank` 0), `SlotType`, and the state: `Unclaimed`/`Idle`, or
+/// `Claimed`/`Busy` with `RemoteUser`, `RemoteOwner`, `AccountingGroup` (grouped jobs),
+/// `JobId`, `JobStart`, `ConcurrencyLimits` and Aerie's `ClaimTerm`. It carries the private
+/// `ClaimId`, which the collector keeps apart from what queries return.
 pub fn slot_ad(slot: &Slot, ctx: &AdContext) -> String {
     let mut ad = ClassAd::new();
     let r = slot.advertised();
@@ -150,7 +161,10 @@ pub fn slot_ad(slot: &Slot, ctx: &AdContext) -> String {
     ad.to_old_syntax()
 }
 
-/// The Submitter ad of submitter `i`.
+/// The `Submitter` ad of submitter `i` (`None` when there is no such submitter): `Name`
+/// (the submitter name the negotiator allocates to), `ScheddName`, `ScheddIpAddr` (where
+/// the leader asks for requests), `IdleJobs`, `RunningJobs` and `HeldJobs` (always 0).
+/// Jobs being claimed count as idle.
 pub fn submitter_ad(ap: &AccessPoint, i: usize, ctx: &AdContext) -> Option<String> {
     let s = ap.submitters().get(i)?;
     let (idle, running) = ap.counts().get(i).copied().unwrap_or((0, 0));
@@ -168,7 +182,9 @@ pub fn submitter_ad(ap: &AccessPoint, i: usize, ctx: &AdContext) -> Option<Strin
     Some(ad.to_old_syntax())
 }
 
-/// The access point's Scheduler ad.
+/// The access point's `Scheduler` ad: `Name`, `ScheddIpAddr`, `TotalIdleJobs`,
+/// `TotalRunningJobs`, `TotalHeldJobs` (always 0) and `NumUsers` (its submitters), as
+/// `condor_status -schedd` shows them.
 pub fn scheduler_ad(ap: &AccessPoint, ctx: &AdContext) -> String {
     let (idle, running) = ap
         .counts()
