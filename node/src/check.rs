@@ -46,7 +46,8 @@ pub struct Summary {
     /// `refused` events by their short reason ("stale term", "already claimed", "job not
     /// idle"...), from the startd and the access point alike.
     pub refusals: BTreeMap<String, u64>,
-    /// Claims and still-running claims by submitter name (empty for events without one).
+    /// Claims and still-running claims by submitter name (the empty name for claim events
+    /// that carry none).
     pub submitters: BTreeMap<String, SubmitterCount>,
     /// Every broken rule, in file and line order.
     pub violations: Vec<Violation>,

@@ -183,7 +183,8 @@ pub enum Refusal {
     StaleTerm {
         /// The request's term.
         term: u64,
-        /// The newest term the slot (or its partitionable parent) has seen.
+        /// The newest term the slot has seen (a partitionable slot's covers all its dynamic
+        /// slots).
         newest: u64,
     },
     /// The static slot already runs a job; it holds one claim at a time.
