@@ -9,16 +9,20 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-/// A submitter: one user, in a group or not.
+/// A submitter: the identity HTCondor's negotiator allocates to and the accountant charges,
+/// one user, in an accounting group or not. The access point advertises one `Submitter` ad
+/// for each.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Submitter {
+    /// The user's name without domain: the job ad's `Owner` (and `AcctGroupUser`).
     pub user: String,
+    /// The accounting group the user's jobs carry (the job ad's `AcctGroup`), if any.
     pub group: Option<String>,
     /// The name the negotiator uses: user@domain or group.user@domain.
     pub name: String,
 }
 
-/// CLUSTER.PROC.
+/// A job's id in the queue: (`ClusterId`, `ProcId`), printed CLUSTER.PROC.
 pub type JobId = (u64, u64);
 
 /// Formats a job id as HTCondor does ("12.0").
@@ -32,44 +36,72 @@ pub fn parse_job_id(s: &str) -> Option<JobId> {
     Some((c.parse().ok()?, p.parse().ok()?))
 }
 
+/// Where a job is in its life at this access point. Finished jobs leave the queue, so there
+/// is no completed state.
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobState {
+    /// Waiting for a match (`JobStatus = 1`); offered to the negotiator by `GetRequests`.
     Idle,
     /// A grant for it is being acted on (the claim is in flight).
     Claiming,
     /// Claimed `slot` with `claim_id` at the startd at `startd_addr`.
     Running {
+        /// The slot the job runs in (a dynamic slot's name when carved).
         slot: String,
+        /// The claim's capability, which releases the slot when the job is done.
         claim_id: String,
+        /// The startd's address as the grant gave it (the slot ad's `MyAddress`,
+        /// "<host:port>"; empty means this process).
         startd_addr: String,
     },
 }
 
+/// One job in the access point's queue (one proc of HTCondor's job queue; each simulated
+/// job is its own cluster, proc 0).
 #[derive(Clone, Debug)]
 pub struct Job {
+    /// (`ClusterId`, `ProcId`).
     pub id: JobId,
-    /// Index into the submitters.
+    /// The submitter the job runs as: an index into [`AccessPoint::submitters`].
     pub submitter: usize,
+    /// `RequestCpus` (always 1), `RequestMemory` (MiB: 512, 1024, 1536 or 2048, drawn at
+    /// submit) and `RequestDisk` (KiB, always 1024).
     pub request: Resources,
+    /// The job's `ConcurrencyLimits`: comma-separated names of the `--limits` it drew, or
+    /// `None` for none.
     pub limits: Option<String>,
-    /// Unix seconds.
+    /// When the job was queued, in Unix seconds (the job ad's `QDate`).
     pub qdate: i64,
+    /// Idle, being claimed or running.
     pub state: JobState,
 }
 
-/// What the access point needs to claim a slot for an accepted grant.
+/// What the access point needs to claim a slot for an accepted grant: taken from the job and
+/// its submitter when the grant is begun, so the claim itself runs without the lock.
 #[derive(Clone, Debug)]
 pub struct GrantTicket {
+    /// The granted job.
     pub job: JobId,
+    /// The job's submitter name (user@domain or group.user@domain), as its Submitter ad
+    /// says; sent in the claim request as the submitter the job negotiated as.
     pub submitter: String,
+    /// The job's `User` (user@domain).
     pub user: String,
+    /// The job has an accounting group.
     pub grouped: bool,
+    /// The job's `ConcurrencyLimits`, if any.
     pub limits: Option<String>,
+    /// What the job requests; the default carve from a partitionable slot when the grant
+    /// names none.
     pub request: Resources,
     /// The job ad (old syntax), sent to the startd with the claim.
     pub job_ad: String,
 }
 
+/// The access point: HTCondor's schedd reduced to what negotiation needs. It holds the job
+/// queue of its submitters, answers the leader's requests with the idle job ads, and checks
+/// each grant (the job is still idle, the grant's term is not older than one acted on)
+/// before the slot is claimed for it.
 pub struct AccessPoint {
     domain: String,
     submitters: Vec<Submitter>,
@@ -123,18 +155,24 @@ impl AccessPoint {
         }
     }
 
+    /// The submitters, in the order of the `users` given to [`AccessPoint::new`]; a
+    /// submitter's index here is its index in [`counts`](Self::counts) and [`Job::submitter`].
     pub fn submitters(&self) -> &[Submitter] {
         &self.submitters
     }
 
+    /// Every job in the queue (idle, being claimed or running), in job id order.
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values()
     }
 
+    /// The queued job `id`, if it is still in the queue.
     pub fn job(&self, id: JobId) -> Option<&Job> {
         self.jobs.get(&id)
     }
 
+    /// The newest Raft term of a grant this access point has acted on (claimed a slot for);
+    /// grants from older terms are refused. 0 before the first.
     pub fn newest_term(&self) -> u64 {
         self.newest_term
     }
@@ -146,7 +184,9 @@ impl AccessPoint {
         self.add_job_for(submitter, now)
     }
 
-    /// Queues one idle job for submitter `submitter`.
+    /// Queues one idle job for submitter `submitter` (an index into
+    /// [`submitters`](Self::submitters)), queued at `now` (Unix seconds). Its memory request
+    /// and concurrency limits are drawn from the seeded generator.
     pub fn add_job_for(&mut self, submitter: usize, now: i64) -> JobId {
         let id = (self.next_cluster, 0);
         self.next_cluster += 1;
@@ -178,7 +218,11 @@ impl AccessPoint {
         id
     }
 
-    /// The job's ad as the negotiator sees it.
+    /// The job's ad, in old ClassAd syntax, as the negotiator sees it: `ClusterId`, `ProcId`,
+    /// `Owner`, `User`, the accounting group attributes when grouped, `JobStatus = 1` (Idle,
+    /// whatever the job's state), `JobUniverse = 5` (vanilla), `QDate`, `JobPrio`, the
+    /// `Request*` attributes, `ConcurrencyLimits`, `Requirements` (Linux, and enough cpus,
+    /// memory and disk) and `Rank = 0`.
     pub fn job_ad(&self, job: &Job) -> String {
         let s = &self.submitters[job.submitter];
         let mut ad = ClassAd::new();

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The whole `aerie-node` command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "aerie-node",
@@ -13,10 +14,12 @@ use std::time::Duration;
     about = "Aerie execute node and access point agent"
 )]
 pub struct Cli {
+    /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The subcommands of `aerie-node`.
 #[derive(Subcommand, Debug)]
 // Parsed once at start; the size difference between the variants costs nothing.
 #[allow(clippy::large_enum_variant)]
@@ -29,6 +32,8 @@ pub enum Command {
     CheckClaims(CheckArgs),
 }
 
+/// The arguments of `aerie-node simulate`: the pool's shape and workload, where it
+/// advertises, and what it records.
 #[derive(Args, Debug, Clone)]
 pub struct SimulateArgs {
     /// The central managers' collector addresses (host:port,...); the stream goes to the
@@ -137,6 +142,7 @@ impl SimulateArgs {
     }
 }
 
+/// The arguments of `aerie-node check-claims`.
 #[derive(Args, Debug, Clone)]
 pub struct CheckArgs {
     /// Claims logs to check (each checked on its own; the summary covers all).
@@ -147,11 +153,16 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// How long a simulated job runs.
+/// How long a simulated job runs once its slot is claimed (`--runtime`); all values are
+/// seconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RuntimeDist {
+    /// Every job runs this many seconds ("fixed:S").
     Fixed(f64),
+    /// Uniform between a minimum and a maximum, the maximum excluded ("uniform:MIN:MAX");
+    /// equal bounds give that value.
     Uniform(f64, f64),
+    /// Exponential with this mean ("exp:MEAN"): many short jobs and a few long ones.
     Exp(f64),
 }
 
@@ -201,11 +212,18 @@ impl RuntimeDist {
 /// A concurrency limit given to a fraction of the jobs (`--limits name:fraction`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LimitShare {
+    /// The limit's name as jobs list it in `ConcurrencyLimits` (letters, digits, '_', '.');
+    /// the pool's limit for it is set at the CMs (`cmctl limit set NAME N`, HTCondor's
+    /// `NAME_LIMIT` knob).
     pub name: String,
+    /// The chance, from 0 to 1, that each job queued draws this limit (drawn independently
+    /// per limit, so a job may hold several).
     pub fraction: f64,
 }
 
 impl LimitShare {
+    /// Parses "name:fraction" (the fraction between 0 and 1), with an error that names the
+    /// flag's value.
     pub fn parse(s: &str) -> Result<LimitShare, String> {
         let (name, frac) = s
             .rsplit_once(':')

@@ -10,35 +10,54 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+/// A broken rule: a slot claimed twice at once, a claim from an older term than one the slot
+/// had accepted, or a release of a slot that was not claimed.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Violation {
+    /// The claims log it was found in, as given on the command line.
     pub file: String,
     /// 1-based line number.
     pub line: usize,
+    /// The slot the event names (for a term violation on a dynamic slot, the dynamic slot;
+    /// the message names the partitionable slot the fence is on).
     pub slot: String,
+    /// What was wrong, naming the jobs, terms and the earlier line involved.
     pub message: String,
 }
 
+/// Claims per submitter over all the files checked.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct SubmitterCount {
+    /// Claims accepted for the submitter's jobs.
     pub claims: u64,
     /// Claims not yet released at the end of the log.
     pub running: u64,
 }
 
+/// What `check-claims` found in all the files it read; printed by [`render`] or as JSON.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Summary {
+    /// Files checked.
     pub files: usize,
+    /// `claim` events.
     pub claims: u64,
+    /// `release` events.
     pub releases: u64,
+    /// `refused` events by their short reason ("stale term", "already claimed", "job not
+    /// idle"...), from the startd and the access point alike.
     pub refusals: BTreeMap<String, u64>,
+    /// Claims and still-running claims by submitter name (the empty name for claim events
+    /// that carry none).
     pub submitters: BTreeMap<String, SubmitterCount>,
+    /// Every broken rule, in file and line order.
     pub violations: Vec<Violation>,
     /// Lines that are not events (named by file and line).
     pub malformed: Vec<String>,
 }
 
 impl Summary {
+    /// No rule was broken and every line (but a cut-short last one) was an event:
+    /// `check-claims` exits 0.
     pub fn ok(&self) -> bool {
         self.violations.is_empty() && self.malformed.is_empty()
     }

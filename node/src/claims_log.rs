@@ -11,6 +11,7 @@ use std::sync::Mutex;
 /// "claim", "release" or "refused".
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Event {
+    /// What happened: "start", "claim", "release" or "refused".
     pub event: String,
     /// The slot claimed or released (a dynamic slot's own name when carved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -18,12 +19,18 @@ pub struct Event {
     /// The partitionable slot a dynamic slot was carved from (the slot the term fence is on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// The job claimed for, released from, or refused: CLUSTER.PROC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
+    /// The submitter the job negotiated as (user@domain or group.user@domain), on claims and
+    /// releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submitter: Option<String>,
+    /// Raft term of the grant: the grant being claimed or refused, or, on a release, the
+    /// grant that made the claim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub term: Option<u64>,
+    /// Negotiation cycle of the grant within its term (claims and refusals only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycle: Option<u64>,
     /// Why a claim or grant was refused ("stale term", "already claimed", ...).

@@ -5,6 +5,8 @@
 //! and grants, claiming slots and "running" jobs for a sampled time; and it audits the
 //! startds' claims logs (`aerie-node check-claims`). The startd and access point rules are
 //! pure cores ([`startd`], [`access_point`]) that a real node will reuse.
+#![warn(missing_docs)]
+
 pub mod access_point;
 pub mod advertise;
 pub mod args;

@@ -7,36 +7,47 @@ use crate::access_point::AccessPoint;
 use crate::startd::{Resources, Slot, SlotKind, Startd};
 use classad::ClassAd;
 
-/// Memory (MB) and disk (KB) per core of a simulated machine.
+/// Memory per core of a simulated machine, in MiB (a static slot's `Memory`): 2 GiB.
 pub const MEMORY_PER_CORE: f64 = 2048.0;
+/// Disk per core of a simulated machine, in KiB (a static slot's `Disk`): about 9.5 GiB.
 pub const DISK_PER_CORE: f64 = 10_000_000.0;
 
 /// Which ad: the collector keys ads by type and name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AdRef {
+    /// A slot's `Machine` ad, by the slot's `Name`.
     Slot(String),
-    /// Index into the access point's submitters.
+    /// A `Submitter` ad, by the submitter's index into the access point's submitters.
     Submitter(usize),
+    /// The access point's one `Scheduler` ad.
     Scheduler,
 }
 
 /// What every ad says about where it comes from.
 #[derive(Clone, Debug)]
 pub struct AdContext {
-    /// "<host:port>" of this process's gRPC server.
+    /// "<host:port>" of this process's gRPC server: every ad's `MyAddress` (and the slots'
+    /// `StartdIpAddr`, the submitters' and scheduler's `ScheddIpAddr`), where the leader
+    /// sends requests, grants and claims.
     pub my_address: String,
+    /// The slots' `UidDomain` and `FileSystemDomain` (`--domain`).
     pub domain: String,
-    /// The access point's (schedd's) name.
+    /// The access point's (schedd's) name, `<prefix>-ap.<domain>`: the Scheduler ad's `Name`,
+    /// the Submitter ads' `ScheddName`, and both ads' `Machine`.
     pub schedd_name: String,
 }
 
-/// Machine name of machine `m`.
+/// The host name of simulated machine `m` (numbered from 0): `<prefix><m>.<domain>`, its
+/// slots' `Machine`.
 pub fn machine_name(prefix: &str, m: u32, domain: &str) -> String {
     format!("{prefix}{m}.{domain}")
 }
 
 /// Fills `startd` with `slots` slots (static mode) or cores (partitionable mode),
-/// `per_machine` to a machine.
+/// `per_machine` to a machine; the last machine takes what is left over. A static slot is
+/// one core with [`MEMORY_PER_CORE`] and [`DISK_PER_CORE`], named `slot1`..`slotN` per
+/// machine; in partitionable mode each machine has one partitionable `slot1` holding all its
+/// cores.
 pub fn build_slots(
     startd: &mut Startd,
     slots: u32,
@@ -77,7 +88,14 @@ pub fn build_slots(
     }
 }
 
-/// The slot's ad (with its private `ClaimId`, which the collector keeps apart).
+/// The slot's `Machine` ad in old ClassAd syntax, with the attributes `condor_status` and the
+/// negotiator read: identity (`Name`, `Machine`, `SlotID`, `MyAddress`), platform (`OpSys =
+/// "LINUX"`, `Arch = "X86_64"`), resources (`Cpus`, `Memory`, `Disk`: what is left, for a
+/// partitionable slot; `TotalSlot*`), `SlotWeight` (= `Cpus`), policy (`Start`,
+/// `Requirements` True, `Rank` 0), `SlotType`, and the state: `Unclaimed`/`Idle`, or
+/// `Claimed`/`Busy` with `RemoteUser`, `RemoteOwner`, `AccountingGroup` (grouped jobs),
+/// `JobId`, `JobStart`, `ConcurrencyLimits` and Aerie's `ClaimTerm`. It carries the private
+/// `ClaimId`, which the collector keeps apart from what queries return.
 pub fn slot_ad(slot: &Slot, ctx: &AdContext) -> String {
     let mut ad = ClassAd::new();
     let r = slot.advertised();
@@ -143,7 +161,10 @@ pub fn slot_ad(slot: &Slot, ctx: &AdContext) -> String {
     ad.to_old_syntax()
 }
 
-/// The Submitter ad of submitter `i`.
+/// The `Submitter` ad of submitter `i` (`None` when there is no such submitter): `Name`
+/// (the submitter name the negotiator allocates to), `ScheddName`, `ScheddIpAddr` (where
+/// the leader asks for requests), `IdleJobs`, `RunningJobs` and `HeldJobs` (always 0).
+/// Jobs being claimed count as idle.
 pub fn submitter_ad(ap: &AccessPoint, i: usize, ctx: &AdContext) -> Option<String> {
     let s = ap.submitters().get(i)?;
     let (idle, running) = ap.counts().get(i).copied().unwrap_or((0, 0));
@@ -161,7 +182,9 @@ pub fn submitter_ad(ap: &AccessPoint, i: usize, ctx: &AdContext) -> Option<Strin
     Some(ad.to_old_syntax())
 }
 
-/// The access point's Scheduler ad.
+/// The access point's `Scheduler` ad: `Name`, `ScheddIpAddr`, `TotalIdleJobs`,
+/// `TotalRunningJobs`, `TotalHeldJobs` (always 0) and `NumUsers` (its submitters), as
+/// `condor_status -schedd` shows them.
 pub fn scheduler_ad(ap: &AccessPoint, ctx: &AdContext) -> String {
     let (idle, running) = ap
         .counts()

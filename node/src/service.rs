@@ -6,18 +6,24 @@ use aerie_proto::negotiation::{self as pb, access_point_server, startd_server};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
+/// The gRPC handler for both services; cheap to clone (one `Arc`).
 #[derive(Clone)]
 pub struct NodeService {
+    /// The simulator the calls act on.
     pub sim: Arc<Sim>,
 }
 
 impl NodeService {
+    /// The `negotiation.AccessPoint` service, taking and sending messages up to 256 MiB (a
+    /// large pool's `GetRequests` reply carries every idle job ad).
     pub fn access_point(&self) -> access_point_server::AccessPointServer<Self> {
         access_point_server::AccessPointServer::new(self.clone())
             .max_decoding_message_size(256 << 20)
             .max_encoding_message_size(256 << 20)
     }
 
+    /// The `negotiation.Startd` service, with tonic's default limit of 4 MiB on a received
+    /// message (a claim request carries one job ad).
     pub fn startd(&self) -> startd_server::StartdServer<Self> {
         startd_server::StartdServer::new(self.clone())
     }

@@ -18,18 +18,25 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// Counters for the status line.
+/// Counters since the simulator started, for the periodic "pool status" line.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Stats {
+    /// Claims this process's startd accepted.
     pub claims: u64,
+    /// Claims this process's startd released.
     pub releases: u64,
+    /// Claim requests this startd refused plus grants this access point refused (the
+    /// claims log's `refused` events).
     pub refusals: u64,
+    /// Jobs of this access point whose runtime ended (released or not).
     pub completed: u64,
 }
 
 /// Everything behind the lock.
 pub struct State {
+    /// The simulated startd with every slot of the pool.
     pub startd: Startd,
+    /// The simulated access point (schedd) with every submitter's jobs.
     pub ap: AccessPoint,
     /// Ads changed since they were last sent.
     pub dirty: BTreeSet<AdRef>,
@@ -37,23 +44,34 @@ pub struct State {
     pub removed: Vec<(String, String)>,
     /// Draws job runtimes.
     pub rng: StdRng,
+    /// The status line's counters.
     pub stats: Stats,
 }
 
 /// Fixed settings of a run.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
+    /// How long each job runs once its slot is claimed (`--runtime`).
     pub runtime: RuntimeDist,
+    /// A finished job is replaced by a fresh idle one of the same submitter
+    /// (`--jobs-forever`).
     pub jobs_forever: bool,
+    /// Test-only: where to keep the slots' current claim ids as JSON (`--dump-claim-ids`).
     pub dump_claim_ids: Option<PathBuf>,
 }
 
+/// The running simulator: the startd and access point state behind one lock, the claims log
+/// and what the advertiser needs. Shared (`Arc`) by the gRPC services, the advertiser, the
+/// job completion timers and the status line.
 pub struct Sim {
     state: Mutex<State>,
+    /// What every ad says about where it comes from.
     pub ctx: AdContext,
     /// "host:port" this process serves on (the ads' MyAddress without the brackets).
     pub listen: String,
+    /// Where claim, release and refusal events go (`--claims-log`, or nowhere).
     pub log: ClaimsLog,
+    /// The run's fixed settings.
     pub cfg: SimConfig,
     /// Woken when an ad changes, so the advertiser sends it promptly.
     pub changed: Notify,
@@ -106,6 +124,7 @@ fn ap_reason(msg: &str) -> &'static str {
 }
 
 impl Sim {
+    /// Wraps a built pool for sharing.
     pub fn new(
         state: State,
         ctx: AdContext,

@@ -11,6 +11,12 @@ use rand::SeedableRng;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+/// Runs `aerie-node simulate` until SIGINT or SIGTERM: validates `args`, binds `--listen`,
+/// builds the slots and queues the jobs, then serves the `AccessPoint` and `Startd` gRPC
+/// services, streams the ads to the CMs and logs a status line. At a signal it stops
+/// advertising and spends up to 5 s invalidating its ads, then returns `Ok`. An error if
+/// the arguments are invalid, the address or the claims log cannot be opened, or the gRPC
+/// server stops on its own.
 pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
     args.validate()?;
     let listener = tokio::net::TcpListener::bind(args.listen)

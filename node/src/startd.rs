@@ -16,11 +16,17 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Cpus, memory (MB) and disk (KB), as slots and jobs count them.
+/// An amount of the three resources HTCondor's startd divides a machine by: what a slot has
+/// (`Cpus`, `Memory`, `Disk`), what a job asks for (`RequestCpus`, `RequestMemory`,
+/// `RequestDisk`) and what a claim carves out of a partitionable slot. Kept as `f64` as the
+/// ClassAd numbers they come from; slot ads print them truncated to integers.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Resources {
+    /// Cores (HTCondor's `Cpus` / `RequestCpus`).
     pub cpus: f64,
+    /// Memory in MiB (HTCondor's `Memory` / `RequestMemory`).
     pub memory: f64,
+    /// Disk in KiB (HTCondor's `Disk` / `RequestDisk`).
     pub disk: f64,
 }
 
@@ -44,56 +50,95 @@ impl Resources {
     }
 }
 
-/// What kind of slot, as HTCondor's `SlotType` says.
+/// What kind of slot, as HTCondor's `SlotType` attribute says (`"Static"`, `"Partitionable"`,
+/// `"Dynamic"`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum SlotKind {
+    /// A fixed share of the machine that runs one job at a time (HTCondor's default
+    /// `SLOT_TYPE_n` slots).
     Static,
-    /// Claims carve dynamic slots out of `free`; `next_dynamic` numbers them.
+    /// A partitionable slot (`PartitionableSlot = True`): it is never claimed as a whole;
+    /// each claim carves a dynamic slot of the requested size out of what is left.
     Partitionable {
+        /// What is not yet carved out; also what the slot ad advertises as its `Cpus`,
+        /// `Memory` and `Disk`.
         free: Resources,
+        /// The number the next dynamic slot gets (`slot<id>_<next_dynamic>@<machine>`);
+        /// starts at 1 and only grows, so a name is never reused within a run.
         next_dynamic: u32,
     },
-    /// Carved from the partitionable slot named `parent`; removed when released.
+    /// A dynamic slot (`DynamicSlot = True`) carved from the partitionable slot named
+    /// `parent`; it exists only while its claim lasts and is removed when released.
     Dynamic {
+        /// The partitionable slot's name (the ad's `ParentSlotName`).
         parent: String,
     },
 }
 
-/// The job a claimed slot runs: what the slot ad shows about it.
+/// The job a claimed slot runs: what the slot ad shows about it while the slot is
+/// `Claimed`/`Busy`, and what the accountant charges the slot to.
+///
+/// The simulated startd has no separate activation: the claim that a grant makes also
+/// starts the job, so a claimed slot is always `Busy` (HTCondor's startd would be
+/// `Claimed`/`Idle` between `REQUEST_CLAIM` and `ACTIVATE_CLAIM`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunningJob {
-    /// CLUSTER.PROC.
+    /// The job's id, "CLUSTER.PROC" (the slot ad's `JobId`).
     pub job: String,
-    /// The submitter the job negotiated as (user@domain or group.user@domain).
+    /// The submitter the job negotiated as (user@domain or group.user@domain); the slot ad's
+    /// `AccountingGroup` when [`grouped`](Self::grouped).
     pub submitter: String,
-    /// The job's User (user@domain).
+    /// The job's `User` (user@domain); the slot ad's `RemoteUser` and `RemoteOwner`.
     pub user: String,
-    /// The job had an accounting group (then the slot advertises AccountingGroup).
+    /// The job had an accounting group; only then does the slot advertise `AccountingGroup`,
+    /// which the accountant charges instead of `RemoteUser`.
     pub grouped: bool,
+    /// The job's `ConcurrencyLimits` (comma-separated limit names), copied to the slot ad so
+    /// the negotiator counts the limits the running job holds.
     pub concurrency_limits: Option<String>,
+    /// Raft term of the leader whose grant made the claim (the slot ad's `ClaimTerm`, an
+    /// Aerie attribute with no HTCondor counterpart).
     pub term: u64,
+    /// Negotiation cycle (within [`term`](Self::term)) that made the match; kept for the
+    /// record, not advertised.
     pub cycle: u64,
-    /// Unix seconds.
+    /// When the claim started the job, in Unix seconds (the slot ad's `JobStart`).
     pub start: i64,
 }
 
+/// One slot of a startd: the unit HTCondor's negotiator matches a job to, advertised as one
+/// `Machine` ad.
 #[derive(Clone, Debug)]
 pub struct Slot {
+    /// The slot's `Name`: `slot<id>@<machine>`, or `slot<id>_<k>@<machine>` for the k-th
+    /// dynamic slot carved from partitionable slot `id`; the collector keys the ad by it.
     pub name: String,
+    /// The machine's host name (the ad's `Machine`), shared by all its slots.
     pub machine: String,
-    /// SlotID (the N of slotN@...).
+    /// The slot's `SlotID` (the N of slotN@...); a dynamic slot keeps its parent's.
     pub id: u32,
+    /// Static, partitionable or dynamic.
     pub kind: SlotKind,
-    /// What the slot has (for a partitionable slot: its whole machine share).
+    /// What the slot holds (`TotalSlotCpus`, `TotalSlotMemory`, `TotalSlotDisk`): for a
+    /// partitionable slot its whole share of the machine, carved or not; for a dynamic slot
+    /// what was carved for it.
     pub total: Resources,
-    /// The current claim capability (private attribute `ClaimId`).
+    /// The slot's current claim capability, HTCondor's private `ClaimId` attribute: the
+    /// collector hands it only to the negotiator, which passes it to the match's access
+    /// point. A static slot gets a fresh one after every release; a partitionable slot keeps
+    /// one for its whole life; a dynamic slot gets its own when carved.
     pub claim_id: String,
-    /// Newest Raft term seen in an accepted-or-fenced claim with the right capability.
+    /// The newest Raft term this slot has seen in a claim request that presented the right
+    /// [`claim_id`](Self::claim_id), whether the claim was then accepted or refused as busy;
+    /// a request with an older term is refused (the term fence).
     pub newest_term: u64,
+    /// The job the slot runs, when claimed. Always `None` on a partitionable slot (its jobs
+    /// run in its dynamic slots).
     pub running: Option<RunningJob>,
 }
 
 impl Slot {
+    /// The slot is partitionable (claims carve dynamic slots from it).
     pub fn is_partitionable(&self) -> bool {
         matches!(self.kind, SlotKind::Partitionable { .. })
     }
@@ -106,33 +151,55 @@ impl Slot {
     }
 }
 
-/// One claim request, whichever way it arrived.
+/// One claim request (HTCondor's `REQUEST_CLAIM`), whichever way it arrived: over the
+/// `Startd.RequestClaim` RPC or straight from this process's own access point.
 #[derive(Clone, Debug)]
 pub struct ClaimSpec {
+    /// The slot to claim: a static or partitionable slot's `Name` (dynamic slots cannot be
+    /// claimed directly).
     pub slot: String,
+    /// The capability the negotiator handed the access point; must equal the slot's current
+    /// `ClaimId`.
     pub claim_id: String,
+    /// Raft term of the leader that granted the match, checked against the slot's fence.
     pub term: u64,
+    /// The job the claim will run.
     pub job: RunningJob,
     /// What to carve from a partitionable slot (ignored for static slots).
     pub carve: Resources,
 }
 
-/// Why a claim was refused.
+/// Why the startd refused a claim request; [`kind`](Self::kind) is the short reason the
+/// claims log and `check-claims` summaries count.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Refusal {
+    /// This startd has no slot of that name (e.g. a released dynamic slot, or a stale ad).
     NoSuchSlot,
+    /// The capability is not the slot's current `ClaimId`: forged, or from an earlier
+    /// unclaimed period of the slot. The slot's term fence is left untouched.
     BadClaimId,
+    /// The grant comes from an older Raft term than one the slot has already seen: a deposed
+    /// leader's late grant.
     StaleTerm {
+        /// The request's term.
         term: u64,
+        /// The newest term the slot has seen (a partitionable slot's covers all its dynamic
+        /// slots).
         newest: u64,
     },
+    /// The static slot already runs a job; it holds one claim at a time.
     AlreadyClaimed {
+        /// The running job's id, CLUSTER.PROC.
         by: String,
     },
     /// A dynamic slot is claimed through its partitionable slot, never directly.
     NotClaimable,
+    /// The partitionable slot has too little left to carve the request, or the request asks
+    /// for no cpus.
     Insufficient {
+        /// What the claim asked to carve.
         want: Resources,
+        /// What the partitionable slot has left.
         free: Resources,
     },
 }
@@ -166,7 +233,7 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// A granted claim.
+/// A claim the startd accepted: where the job now runs and how to release it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claimed {
     /// The slot that runs the job (a new dynamic slot when carved).
@@ -177,16 +244,20 @@ pub struct Claimed {
     pub parent: Option<String>,
 }
 
-/// A release that happened.
+/// A release that happened (HTCondor's `RELEASE_CLAIM`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Released {
+    /// The job the claim was running.
     pub job: RunningJob,
     /// The slot no longer exists (a dynamic slot); its ad should be invalidated.
     pub removed: bool,
+    /// For a dynamic slot, the partitionable slot its resources went back to (whose ad
+    /// changed).
     pub parent: Option<String>,
 }
 
-/// All slots of this process.
+/// The startd: every slot of this process (for the simulator, every machine it plays), the
+/// claims on them and the generator of their claim ids.
 pub struct Startd {
     slots: BTreeMap<String, Slot>,
     rng: StdRng,
@@ -245,18 +316,23 @@ impl Startd {
         );
     }
 
+    /// The slot named `name` (its `Name`), if it exists.
     pub fn slot(&self, name: &str) -> Option<&Slot> {
         self.slots.get(name)
     }
 
+    /// Every slot, dynamic ones included, in name order.
     pub fn slots(&self) -> impl Iterator<Item = &Slot> {
         self.slots.values()
     }
 
+    /// How many slots exist now (dynamic slots included, so it changes as claims come and
+    /// go in partitionable mode).
     pub fn len(&self) -> usize {
         self.slots.len()
     }
 
+    /// There are no slots at all.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -382,8 +458,9 @@ impl Startd {
         }
     }
 
-    /// The current claim ids, by slot (partitionable and unclaimed static slots only: the
-    /// ones a leader could grant).
+    /// The current claim ids by slot name, for every static and partitionable slot: the
+    /// capabilities a leader could put in a grant. Dynamic slots are left out (they cannot
+    /// be claimed directly); a claimed static slot is included, with the id its claim holds.
     pub fn claim_ids(&self) -> BTreeMap<String, String> {
         self.slots
             .values()
