@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The test command: installs everything the tests need on a fresh machine (Debian packages, the
-# reference libclassad venv, the reference HTCondor chroot), then runs every test.
+# reference libclassad venv, the reference HTCondor chroot), checks formatting and lints
+# (rustfmt, clippy with warnings as errors, missing docs included), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh python3-venv debootstrap
 scripts/reference.sh all
 trap 'scripts/reference.sh unmount' EXIT
+# Style and lints first: they fail in seconds where the tests take minutes.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast
 else

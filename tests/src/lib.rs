@@ -4,6 +4,7 @@
 //! (`SIGKILL`), stop (`SIGTERM`) and restart them, add fresh `--join` nodes, and always kills
 //! every child it started when dropped (also when a test panics). The admin helpers talk gRPC
 //! directly, with a deadline on every call.
+#![warn(missing_docs)]
 pub mod sim;
 pub mod synthetic;
 
@@ -38,18 +39,27 @@ pub fn free_port() -> u16 {
 
 /// One CM process and how to restart it.
 pub struct Node {
+    /// Its Raft node id.
     pub id: u64,
+    /// Its gRPC address (127.0.0.1:port).
     pub addr: String,
+    /// Its RocksDB directory (its log sits beside it, `nodeN.log`).
     pub data_dir: PathBuf,
+    /// The `serve` arguments it is (re)started with.
     pub args: Vec<String>,
+    /// The running process, `None` while stopped.
     pub child: Option<Child>,
 }
 
 /// A set of CM processes; dropping it kills them all.
 pub struct Cluster {
+    /// The daemon binary.
     pub bin: PathBuf,
+    /// The directory holding every node's data (removed on drop).
     pub dir: tempfile::TempDir,
+    /// The nodes by id.
     pub nodes: BTreeMap<u64, Node>,
+    /// Environment every node is started with (knobs).
     pub env: Vec<(String, String)>,
 }
 
@@ -204,6 +214,7 @@ impl Cluster {
         Ok(())
     }
 
+    /// The address of node `id` (empty if there is none).
     pub fn addr(&self, id: u64) -> String {
         self.nodes
             .get(&id)
@@ -211,6 +222,7 @@ impl Cluster {
             .unwrap_or_default()
     }
 
+    /// Every node id, running or not.
     pub fn ids(&self) -> Vec<u64> {
         self.nodes.keys().copied().collect()
     }
@@ -260,6 +272,7 @@ impl Cluster {
             .unwrap_or_default()
     }
 
+    /// The data directory of node `id`.
     pub fn data_dir(&self, id: u64) -> &Path {
         &self.nodes[&id].data_dir
     }
@@ -414,6 +427,7 @@ pub async fn query<Q: AdminQuery>(addr: &str, q: Q, stale: bool) -> anyhow::Resu
         .with_context(|| format!("decoding the {} answer via {addr}", query.name()))
 }
 
+/// The cluster status as the CM at `addr` sees it (2 s deadline).
 pub async fn status(addr: &str) -> anyhow::Result<pb::StatusReply> {
     let mut c = admin(addr).await?;
     let mut req = tonic::Request::new(pb::StatusRequest {});

@@ -7,7 +7,7 @@
 pub fn slot_ad(i: usize, gen: usize) -> String {
     let host = format!("node{:05}.cluster.example.org", i / 8);
     let ip = format!("10.1.{}.{}", i / 8 / 250 % 250, i / 8 % 250);
-    let busy = (i + gen) % 3 == 0;
+    let busy = (i + gen).is_multiple_of(3);
     format!(
         r#"MyType = "Machine"
 TargetType = "Job"
@@ -66,6 +66,6 @@ ClaimId = "<{ip}:9618>#1700000000#{i}#{gen}...secret"
         entered = 1_700_000_000 + gen * 300,
         load = ((i + gen) % 100) as f64 / 100.0,
         idle = 3600 + gen * 300,
-        docker = i % 2 == 0,
+        docker = i.is_multiple_of(2),
     )
 }
