@@ -456,7 +456,7 @@ impl Printer {
             }
             Expr::Select(base, n) => {
                 // libclassad prints `(100).X` as `100.X`, which no parser reads back (a
-                // malformed real); we print the same (differential parity; notes/fuzz.md).
+                // malformed real); we print the same (differential parity; classad/fuzz/README.md).
                 self.expr(buf, base);
                 buf.push('.');
                 // `x.''` and `x.'a b'` must stay quoted to parse again (parse_eval fuzz target).

@@ -2,7 +2,7 @@
 //!
 //! Each test starts its own cluster (random ports, temp data dirs); the harness kills every
 //! process on drop, failure included. Timeouts are generous: these tests assert what happens;
-//! how fast it happens is measured by `examples/raft_bench.rs`.
+//! how fast it happens is measured by `tests/benches/raft.rs`.
 use aerie_core::accountant::{AccountantCommand, Usage};
 use aerie_core::admin::{StateQuery, UserprioQuery};
 use aerie_core::state::{Command, Quota};

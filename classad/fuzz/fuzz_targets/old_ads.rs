@@ -48,7 +48,7 @@ fn holds_no_ad(v: &classad::Value) -> bool {
     match v {
         classad::Value::Ad(_) => false,
         classad::Value::List(l) => l.iter().all(holds_no_ad),
-        // Known open issue (notes/fuzz.md): absolute times before year 1 print with a
+        // Known open issue (classad/fuzz/README.md, "Known parity choices"): absolute times before year 1 print with a
         // negative year (`-001-11-30T...`) that reads back as a different time.
         classad::Value::AbsTime { secs, .. } => *secs >= -62_135_596_800,
         _ => true,
@@ -56,7 +56,7 @@ fn holds_no_ad(v: &classad::Value) -> bool {
 }
 
 /// libclassad prints a selection from a number literal, `(100).X`, as `100.X`, which reads back
-/// as a malformed real; we keep that print for parity (notes/fuzz.md), so such ads are skipped.
+/// as a malformed real; we keep that print for parity (classad/fuzz/README.md, "Known parity choices"), so such ads are skipped.
 fn known_unreadable(e: &classad::ParseError) -> bool {
     e.to_string().contains("malformed real")
 }

@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         let printed = e.to_string();
         // What we print must parse again.
         // What we print must parse again, except libclassad's `100.X` print of a selection
-        // from a number literal, which we keep for parity (notes/fuzz.md).
+        // from a number literal, which we keep for parity (classad/fuzz/README.md, "Known parity choices").
         if let Err(err) = classad::parse_expr(&printed) {
             assert!(
                 err.to_string().contains("malformed real"),

@@ -1,5 +1,5 @@
 //! The accounting ad against dumps the real HTCondor 23.9.6 printed (the differential tests
-//! against the running tool are in cmctl's `userprio/tests.rs`).
+//! against the running tool are in `cli/src/userprio/tests.rs`).
 use super::*;
 
 /// `condor_userprio -l` and `-l -modular` from the real pool of
