@@ -245,6 +245,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         admin.state.clone(),
         collector.service.table.clone(),
         cfg.as_ref(),
+        Duration::from_millis(knobs.election_min_ms),
     )?);
 
     tracing::info!(id = args.id, listen = %args.listen, "aerie-cm serving");

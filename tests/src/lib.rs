@@ -236,6 +236,25 @@ impl Cluster {
             .collect()
     }
 
+    /// `SIGSTOP`: the node freezes (no heartbeats, no answers) until [`Cluster::resume`].
+    pub fn pause(&self, id: u64) {
+        self.signal(id, "-STOP");
+    }
+
+    /// `SIGCONT` after [`Cluster::pause`].
+    pub fn resume(&self, id: u64) {
+        self.signal(id, "-CONT");
+    }
+
+    fn signal(&self, id: u64, sig: &str) {
+        if let Some(c) = self.nodes.get(&id).and_then(|n| n.child.as_ref()) {
+            let _ = process::Command::new("kill")
+                .arg(sig)
+                .arg(c.id().to_string())
+                .status();
+        }
+    }
+
     /// `kill -9`.
     pub fn kill(&mut self, id: u64) {
         if let Some(n) = self.nodes.get_mut(&id) {

@@ -27,6 +27,8 @@ struct FakeAp {
     idle: Arc<Mutex<Vec<(String, String)>>>,
     batches: Arc<Mutex<Vec<GrantBatch>>>,
     asked: Arc<Mutex<Vec<RequestsRequest>>>,
+    /// How long GetRequests takes to answer (a slow access point).
+    delay: Arc<Mutex<Duration>>,
 }
 
 #[tonic::async_trait]
@@ -36,6 +38,8 @@ impl AccessPoint for FakeAp {
         request: tonic::Request<RequestsRequest>,
     ) -> Result<tonic::Response<RequestsReply>, tonic::Status> {
         self.asked.lock().unwrap().push(request.into_inner());
+        let delay = *self.delay.lock().unwrap();
+        tokio::time::sleep(delay).await;
         let jobs = self
             .idle
             .lock()
@@ -495,4 +499,67 @@ async fn pause_stops_cycles_and_cycle_now_runs_one_through_any_cm() {
     let nums: Vec<(u64, u64)> = v.cycles.iter().map(|r| (r.term, r.cycle)).collect();
     // (term, cycle) grows from record to record.
     assert!(nums.windows(2).all(|w| w[0] < w[1]), "{v:?}");
+}
+
+/// Issue 13.5, DESIGN invariant 2: a leader that loses its quorum while it negotiates (here:
+/// both followers frozen while the access point takes its time to answer) delivers no grant,
+/// because it confirms its leadership again right before delivery; once the followers are
+/// back, the grants go out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_lost_its_quorum_mid_cycle_delivers_nothing() {
+    let c = Cluster::start(
+        daemon_bin(BIN),
+        3,
+        &[
+            ("AERIE_NEGOTIATOR_INTERVAL", "1"),
+            ("AERIE_NEGOTIATOR_CYCLE_DELAY", "0"),
+            ("AERIE_NEGOTIATOR_AP_TIMEOUT", "3"),
+        ],
+    )
+    .expect("start cluster");
+    let (leader, _) = leader_and_term(&c).await;
+    let followers: Vec<u64> = c.ids().into_iter().filter(|i| *i != leader).collect();
+    let ap = FakeAp::with_jobs("alice", 1, 2);
+    *ap.delay.lock().unwrap() = Duration::from_millis(1500);
+    let ap_addr = ap.clone().serve().await;
+    advertise_everywhere(
+        &c,
+        &[
+            slot_ad(0, ""),
+            slot_ad(1, ""),
+            submitter_ad("alice@pool", &ap_addr),
+        ],
+    )
+    .await;
+    // The leader has asked for the jobs: freeze the followers while the answer is slow.
+    eventually("the leader asks for jobs", Duration::from_secs(20), || {
+        let ap = ap.clone();
+        async move { Ok((!ap.asked.lock().unwrap().is_empty()).then_some(())) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", c.log(leader)));
+    for f in &followers {
+        c.pause(*f);
+    }
+    *ap.delay.lock().unwrap() = Duration::ZERO;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let sent_alone = ap.grants();
+    for f in &followers {
+        c.resume(*f);
+    }
+    assert!(
+        sent_alone.is_empty(),
+        "grants delivered without a quorum: {sent_alone:?}\n{}",
+        c.log(leader)
+    );
+    eventually(
+        "grants once the quorum is back",
+        Duration::from_secs(30),
+        || {
+            let ap = ap.clone();
+            async move { Ok((!ap.grants().is_empty()).then_some(())) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", c.log(leader)));
 }

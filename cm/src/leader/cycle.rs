@@ -154,10 +154,33 @@ impl Leader {
             return Ok(CycleEnd::Deposed { step: "deliver" });
         }
 
-        // 7. Grants to the access points that offered the jobs.
+        // 7. Grants to the access points that offered the jobs, only while a fresh
+        // confirmation of leadership holds: the quorum may have gone while we negotiated.
         let grants = build_grants(&outcome, &snap, &jobs.origin, &jobs.access_points);
         let undeliverable = grants.undeliverable.len() as u64;
-        let mut delivery = deliver(grants, term, cycle, self.id, self.knobs.ap_timeout).await;
+        let lease_end = match self
+            .leadership
+            .confirm_lease(self.knobs.ap_timeout, self.lease)
+            .await
+        {
+            Ok(end) => end,
+            Err(ConfirmError::NotLeader) => return Ok(CycleEnd::Deposed { step: "deliver" }),
+            Err(ConfirmError::Timeout(_)) => {
+                return Err("leadership not confirmed before delivery: no grant sent".into())
+            }
+        };
+        if !self.leads(term) {
+            return Ok(CycleEnd::Deposed { step: "deliver" });
+        }
+        let mut delivery = deliver(
+            grants,
+            term,
+            cycle,
+            self.id,
+            self.knobs.ap_timeout,
+            lease_end,
+        )
+        .await;
         delivery.refused += undeliverable;
 
         // 8. The cycle record.

@@ -4,7 +4,7 @@ use super::snapshot::{attr_str, PoolSnapshot};
 use aerie_core::negotiator::Outcome;
 use aerie_proto::negotiation::{access_point_client::AccessPointClient, Grant, GrantBatch};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The grants of one cycle by access point address, plus matches that could not become a
 /// grant (the slot has no claim capability or no address) with the reason.
@@ -115,13 +115,16 @@ async fn deliver_one(
     }
 }
 
-/// Sends every access point its batch at once, fenced by `term`.
+/// Sends every access point its batch at once, fenced by `term`. No call starts, and none is
+/// waited for, after `lease_end` (the leadership lease of the confirmation just before): a
+/// batch not sent by then counts as refused.
 pub async fn deliver(
     grants: Grants,
     term: u64,
     cycle: u64,
     leader_id: u64,
     timeout: Duration,
+    lease_end: Instant,
 ) -> Delivery {
     let calls = grants.by_ap.into_iter().map(|(ap, list)| async move {
         let n = list.len();
@@ -131,7 +134,12 @@ pub async fn deliver(
             leader_id,
             grants: list,
         };
-        let r = deliver_one(&ap, batch, timeout).await;
+        let left = lease_end.saturating_duration_since(Instant::now());
+        let r = if left.is_zero() {
+            Err("the leadership lease ended before delivery; not sent".to_string())
+        } else {
+            deliver_one(&ap, batch, timeout.min(left)).await
+        };
         (ap, n, r)
     });
     let mut d = Delivery::default();
@@ -236,5 +244,34 @@ mod tests {
         assert_eq!(g.undeliverable.len(), 2);
         assert!(g.undeliverable[0].1.contains("ClaimId"));
         assert!(g.undeliverable[1].1.contains("MyAddress"));
+    }
+
+    /// Issue 13.5: after the lease of the last confirmation, nothing is sent (the access point
+    /// address here would refuse connections anyway; nothing is even tried).
+    #[tokio::test]
+    async fn no_batch_leaves_after_the_lease() {
+        let mut g = Grants::default();
+        g.by_ap.insert(
+            "127.0.0.1:1".into(),
+            vec![Grant {
+                job: "1.0".into(),
+                ..Default::default()
+            }],
+        );
+        let expired = Instant::now() - Duration::from_millis(1);
+        let t = Instant::now();
+        let d = deliver(g, 7, 1, 1, Duration::from_secs(5), expired).await;
+        assert_eq!(
+            d,
+            Delivery {
+                accepted: 0,
+                refused: 1
+            }
+        );
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
     }
 }

@@ -22,7 +22,9 @@
 //!    (`PoolState::negotiator_config`);
 //! 6. run the pure negotiator (`aerie_core::negotiator`) off the async threads; stop if
 //!    deposed meanwhile;
-//! 7. send each access point the grants its jobs won, with the term ([`grants`]);
+//! 7. confirm leadership again, right before delivery, and send each access point the grants
+//!    its jobs won, with the term, within the lease that confirmation gives ([`grants`]): a
+//!    leader that lost its quorum while negotiating delivers nothing (DESIGN invariant 2);
 //! 8. commit the cycle record; 9. publish the Negotiator ad ([`negotiator_ad`]); 10. metrics
 //!    ([`stats`]).
 //!
@@ -73,18 +75,23 @@ pub struct Leader {
     pub knobs: Knobs,
     /// How often absent and offline ads are looked at.
     pub absent_sweep: Duration,
+    /// How long a confirmation of leadership stays good for delivering grants: shorter than
+    /// the shortest election timeout, so no grant leaves after another CM could lead.
+    pub lease: Duration,
 }
 
 impl Leader {
     /// Builds the leader's duties from the daemon's optional configuration file (negotiator
     /// knobs and timing, accountant parameters) and the environment (`AERIE_NEGOTIATOR_*`).
     /// A bad knob is an error naming it.
+    /// `election_min` is the shortest election timeout (the lease is 80% of it).
     pub fn new(
         leadership: Leadership,
         addr: String,
         state: SharedState,
         table: SharedTable,
         cfg: Option<&aerie_config::Config>,
+        election_min: Duration,
     ) -> anyhow::Result<Self> {
         let config = match cfg {
             Some(c) => NegotiatorConfig::from_config(c)
@@ -113,6 +120,7 @@ impl Leader {
             accountant_params,
             knobs,
             absent_sweep: crate::collector::service::SWEEP_INTERVAL,
+            lease: election_min.mul_f64(0.8),
         })
     }
 }

@@ -111,6 +111,21 @@ impl Leadership {
         }
     }
 
+    /// [`Leadership::confirm`], and the end of the lease it gives: a quorum answered a
+    /// heartbeat sent after `start`, and those voters elect nobody else for at least the
+    /// shortest election timeout after hearing it, so no other CM leads before
+    /// `start + lease`. Work that must not be done by a deposed leader (delivering grants) is
+    /// bounded by the returned instant.
+    pub async fn confirm_lease(
+        &self,
+        deadline: Duration,
+        lease: Duration,
+    ) -> Result<Instant, ConfirmError> {
+        let start = Instant::now();
+        self.confirm(deadline).await?;
+        Ok(start + lease)
+    }
+
     /// The leader this CM knows of, with its address from the membership.
     pub fn leader(&self) -> Option<LeaderInfo> {
         let m = self.metrics();
