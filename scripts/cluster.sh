@@ -16,7 +16,7 @@ case "${1:-}" in
       if [ -f "$root/node$id.pid" ] && kill -0 "$(cat "$root/node$id.pid")" 2>/dev/null; then
         echo "node $id already running (pid $(cat "$root/node$id.pid"))"; continue
       fi
-      "$bin/aerie-cm" serve --id "$id" --listen "127.0.0.1:710$id" --peers "$peers" \
+      "$bin/aerie-cm" serve --id "$id" --listen "127.0.0.1:710$id" --bootstrap --peers "$peers" \
         --data-dir "$root/node$id" --metrics-listen "127.0.0.1:910$id" \
         >>"$root/node$id.log" 2>&1 &
       echo $! >"$root/node$id.pid"

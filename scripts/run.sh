@@ -33,13 +33,14 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 for id in 1 2 3; do
-  "$bin/aerie-cm" serve --id "$id" --listen "127.0.0.1:$((base + id))" --peers "$peers" \
+  "$bin/aerie-cm" serve --id "$id" --listen "127.0.0.1:$((base + id))" --bootstrap --peers "$peers" \
     --data-dir "$data/node$id" --metrics-listen "127.0.0.1:$((base + 2000 + id))" \
     >"$data/node$id.log" 2>&1 &
   cm_pids+=($!)
 done
-for _ in $(seq 1 50); do
-  "$bin/cmctl" cluster status >/dev/null 2>&1 && break
+# Until the CMs have formed the cluster and elected a leader.
+for _ in $(seq 1 100); do
+  "$bin/cmctl" cluster status 2>/dev/null | grep -q '^Leader: node' && break
   sleep 0.2
 done
 "$bin/cmctl" cluster status

@@ -1,9 +1,10 @@
 //! `aerie-cm serve`: one central-manager node (Raft member, admin API, collector, metrics).
 //!
-//! Start a new 3-node cluster by giving every node the same `--peers` list; each bootstraps
-//! the cluster from it the first time it starts with an empty data directory (all nodes
-//! propose the same initial membership, which openraft accepts exactly once). A node started
-//! with `--join` does not bootstrap: it waits to be added with `cmctl cluster add`.
+//! Start a new 3-node cluster by giving every node `--bootstrap` and the same `--peers` list:
+//! the cluster forms once every initial member answers and none holds a cluster yet (see
+//! `raft::bootstrap`), so a CM restarted with an empty data directory rejoins instead of
+//! forming a second cluster. A node started without `--bootstrap` waits to be added with
+//! `cmctl cluster add`. Every peer message carries the cluster id (`--cluster-id`).
 use crate::admin::AdminService;
 use crate::raft::config::RaftKnobs;
 use crate::raft::leadership::Leadership;
@@ -30,10 +31,20 @@ pub struct Args {
     /// (e.g. listening on 0.0.0.0).
     #[arg(long)]
     pub advertise: Option<String>,
-    /// The initial cluster: id=host:port,... including this node. Used once, to bootstrap.
-    #[arg(long, value_delimiter = ',')]
+    /// Form a new cluster of `--peers` if this CM has never been part of one and no peer
+    /// holds one yet (safe to keep on every start).
+    #[arg(long, requires = "peers", conflicts_with = "join")]
+    pub bootstrap: bool,
+    /// The initial cluster for `--bootstrap`: id=host:port,... including this node.
+    #[arg(long, value_delimiter = ',', requires = "bootstrap")]
     pub peers: Vec<String>,
-    /// Do not bootstrap: wait to be added to an existing cluster (`cmctl cluster add`).
+    /// The cluster's name, carried on every peer message so two clusters never mix; given
+    /// with `--bootstrap` (default: derived from `--peers`, the same on every initial member).
+    /// A CM added later learns it from its peers.
+    #[arg(long, env = "AERIE_CLUSTER_ID", requires = "bootstrap")]
+    pub cluster_id: Option<String>,
+    /// Wait to be added to an existing cluster (`cmctl cluster add`): the default without
+    /// `--bootstrap`, kept for scripts that say it.
     #[arg(long)]
     pub join: bool,
     /// Where the Raft log, vote and snapshots are stored.
@@ -117,7 +128,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         .advertise
         .clone()
         .unwrap_or_else(|| args.listen.to_string());
-    if !peers.is_empty() && !args.join {
+    if args.bootstrap {
         match peers.get(&args.id) {
             None => bail!("--peers does not list this node's id {}", args.id),
             Some(n) if n.addr != advertise => bail!(
@@ -145,12 +156,13 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.metrics_listen {
         crate::metrics::install(m)?;
     }
-    let (log, sm) = crate::raft::store::open(&args.data_dir)?;
+    let (log, sm, cluster) = crate::raft::store::open(&args.data_dir)?;
     let state = sm.shared();
     let health = PeerHealth::default();
     let network = Network {
         health: health.clone(),
         rpc_deadline: knobs.rpc_deadline(),
+        cluster: cluster.clone(),
     };
     let raft = Raft::new(args.id, config, network, log, sm)
         .await
@@ -161,6 +173,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         id: args.id,
         addr: advertise.clone(),
         leadership: leadership.clone(),
+        cluster: cluster.clone(),
         state,
         health,
         timeout: Duration::from_millis(args.admin_timeout_ms.max(100)),
@@ -178,7 +191,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     {
         let mut stop = stop_rx.clone();
         let svc = tonic::transport::Server::builder()
-            .add_service(RaftService::new(raft.clone()).into_server())
+            .add_service(RaftService::new(raft.clone(), cluster.clone()).into_server())
             .add_service(admin.clone().into_server())
             .add_service(collector.service.clone().into_server());
         servers.push(tokio::spawn(async move {
@@ -204,21 +217,20 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         }));
     }
 
-    // Bootstrap exactly once: only a node whose store has never held Raft state, and only
-    // from the configured peer list.
-    if !args.join && !peers.is_empty() {
-        let initialized = raft
-            .is_initialized()
-            .await
-            .map_err(|e| anyhow::anyhow!("Raft stopped: {e}"))?;
-        if !initialized {
-            match raft.initialize(peers.clone()).await {
-                Ok(()) => {
-                    tracing::info!(members = ?peers.keys().collect::<Vec<_>>(), "bootstrapped a new cluster")
-                }
-                Err(e) => tracing::warn!("bootstrap skipped: {e}"),
+    // Form the cluster exactly once (raft::bootstrap), without holding up the daemon.
+    if args.bootstrap {
+        let cluster_id = args
+            .cluster_id
+            .clone()
+            .unwrap_or_else(|| crate::raft::bootstrap::default_cluster_id(&peers));
+        let (raft, cluster, id) = (raft.clone(), cluster.clone(), args.id);
+        tokio::spawn(async move {
+            if let Err(e) =
+                crate::raft::bootstrap::bootstrap(&raft, &cluster, id, peers, &cluster_id).await
+            {
+                tracing::error!(error = %e, "bootstrap failed");
             }
-        }
+        });
     }
 
     // Metrics from openraft's watch channel.

@@ -135,6 +135,7 @@ impl Cluster {
                 id.to_string(),
                 "--listen".into(),
                 addr.clone(),
+                "--bootstrap".into(),
                 "--peers".into(),
                 peers.clone(),
                 "--data-dir".into(),

@@ -430,3 +430,136 @@ async fn members_are_added_and_removed_while_writes_go_on() {
         assert!(l.contains_key(n), "acknowledged write {n} missing");
     }
 }
+
+/// Issue 13.12: a CM restarted with an empty data directory and the same `--bootstrap
+/// --peers` forms no second cluster and takes no part in the old one (it lost its vote, so it
+/// could vote twice in a term): it stays out, refusing every peer message, and the cluster
+/// goes on without it (the leader does not fall over its lost log). Removed and added again,
+/// it catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cm_that_lost_its_data_stays_out_until_removed_and_added_again() {
+    let mut c = start(3, &[]);
+    let leader = wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let all = addrs(&c);
+    write_retry(&all, &set_limit("before", 1.0), Duration::from_secs(10))
+        .await
+        .expect("write");
+    let lost = c
+        .ids()
+        .into_iter()
+        .find(|i| *i != leader)
+        .expect("a follower");
+    // The leader has replicated the write to it.
+    let addr = c.addr(lost);
+    eventually(
+        "the follower has the write",
+        Duration::from_secs(10),
+        || {
+            let a = addr.clone();
+            async move { Ok(limits(&a, true).await?.contains_key("before").then_some(())) }
+        },
+    )
+    .await
+    .expect("replicated");
+    c.kill(lost);
+    std::fs::remove_dir_all(c.data_dir(lost)).expect("wipe its data");
+    let _ = std::fs::remove_file(c.data_dir(lost).with_extension("log"));
+    c.restart(lost).expect("restart");
+    eventually(
+        "the wiped CM says why it stays out",
+        Duration::from_secs(20),
+        || {
+            let log = c.log(lost);
+            async move { Ok(log.contains("this CM's data is gone").then_some(())) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", c.log(lost)));
+    let log = c.log(lost);
+    assert!(!log.contains("bootstrapped a new cluster"), "{log}");
+    // The other two go on: writes commit, and the wiped CM holds none of them.
+    write_retry(&all, &set_limit("without", 2.0), Duration::from_secs(10))
+        .await
+        .expect("the cluster still takes writes");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(limits(&addr, true).await.expect("stale read").is_empty());
+    assert!(!c.log(leader).contains("panicked"), "{}", c.log(leader));
+    // Removed and added again, it is admitted and catches up.
+    let others: Vec<String> = c
+        .running()
+        .into_iter()
+        .filter(|(i, _)| *i != lost)
+        .map(|(_, a)| a)
+        .collect();
+    let mut a = admin(&others[0]).await.expect("client");
+    let mut req = tonic::Request::new(aerie_proto::admin::RemoveMemberRequest {
+        id: lost,
+        forwarded: false,
+    });
+    req.set_timeout(Duration::from_secs(30));
+    let r = a.remove_member(req).await.expect("remove").into_inner();
+    assert!(r.ok, "{}", r.error);
+    let mut req = tonic::Request::new(aerie_proto::admin::AddMemberRequest {
+        addr: addr.clone(),
+        id: lost,
+        forwarded: false,
+        learner_only: false,
+    });
+    req.set_timeout(Duration::from_secs(60));
+    let r = a.add_member(req).await.expect("add").into_inner();
+    assert!(r.ok, "{}", r.error);
+    eventually(
+        "the re-added CM is caught up",
+        Duration::from_secs(20),
+        || {
+            let a = addr.clone();
+            async move {
+                let l = limits(&a, true).await?;
+                Ok((l.contains_key("before") && l.contains_key("without")).then_some(()))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", c.log(lost)));
+}
+
+/// Issue 13.12: every peer message carries the cluster id, and a CM refuses one that names
+/// another cluster (or none) before it even decodes the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_messages_of_another_cluster_are_refused() {
+    use aerie_proto::raft::{raft_client::RaftClient, RaftRequest};
+    let c = start(3, &[("AERIE_CLUSTER_ID", "prod-a")]);
+    wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let mut client = RaftClient::new(channel(&c.addr(1)));
+    let send = |cluster_id: &str| RaftRequest {
+        version: 1,
+        data: b"{}".to_vec(),
+        cluster_id: cluster_id.into(),
+    };
+    for (id, want) in [
+        ("test-b", "cluster id mismatch"),
+        // (The CM belongs to prod-a; a request naming none is refused too.)
+        ("", "names no cluster"),
+        ("prod-a", "cannot decode"),
+    ] {
+        for reply in [
+            client.vote(send(id)).await.expect("vote").into_inner(),
+            client
+                .append_entries(send(id))
+                .await
+                .expect("append")
+                .into_inner(),
+            client
+                .install_snapshot(send(id))
+                .await
+                .expect("snapshot")
+                .into_inner(),
+        ] {
+            assert!(reply.error.contains(want), "{id:?}: {}", reply.error);
+        }
+    }
+}

@@ -51,6 +51,7 @@ pub fn status(s: &AdminService) -> pb::StatusReply {
         purged_index: m.purged.map(|l| l.index).unwrap_or(0),
         members,
         has_leader: m.current_leader.is_some(),
+        cluster_id: s.cluster.get().unwrap_or_default(),
     }
 }
 
@@ -124,6 +125,8 @@ async fn add_here(
     } else {
         membership.nodes().map(|(id, _)| *id).max().unwrap_or(0) + 1
     };
+    // The new CM takes part in no cluster until admitted to this one.
+    admit_remote(s, &req.addr, id).await?;
     let node = Node {
         addr: req.addr.clone(),
     };
@@ -170,6 +173,73 @@ async fn add_here(
             ..Default::default()
         }),
     }
+}
+
+/// Asks the CM at `addr` to join this cluster as node `id` (`Admit`).
+async fn admit_remote(s: &AdminService, addr: &str, id: NodeId) -> Result<(), AdminError> {
+    let Some(cluster_id) = s.cluster.get() else {
+        return Err(AdminError::Failed(
+            "this CM has no cluster id; it cannot admit another".into(),
+        ));
+    };
+    let ch = crate::raft::network::lazy_channel(addr, Duration::from_secs(2))
+        .map_err(|e| AdminError::BadRequest(format!("bad value: {e}")))?;
+    let mut c = pb::admin_client::AdminClient::new(ch);
+    // The new CM may be starting still: wait for it to listen, as long as adding may take.
+    let deadline = Instant::now() + ADD_MEMBER_TIMEOUT / 2;
+    loop {
+        let mut r = tonic::Request::new(pb::AdmitRequest {
+            cluster_id: cluster_id.clone(),
+            node_id: id,
+        });
+        r.set_timeout(Duration::from_secs(5));
+        match c.admit(r).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.code() == tonic::Code::Unavailable && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                return Err(AdminError::Failed(format!(
+                    "the CM at {addr} did not join this cluster as node {id}: {}",
+                    e.message()
+                )))
+            }
+        }
+    }
+}
+
+/// `Admit`: a fresh CM joins the cluster that adds it. A CM that already belongs to a cluster
+/// accepts only its own (adding it again is harmless), and a CM with Raft state but no id
+/// is refused: it was never admitted, so it holds another history.
+pub async fn admit(s: &AdminService, req: pb::AdmitRequest) -> Result<pb::AdmitReply, AdminError> {
+    if req.cluster_id.is_empty() {
+        return Err(AdminError::BadRequest("bad value: empty cluster id".into()));
+    }
+    if s.cluster.get().is_none() {
+        let initialized = s
+            .leadership
+            .raft()
+            .is_initialized()
+            .await
+            .map_err(|e| AdminError::Failed(format!("Raft stopped: {e}")))?;
+        if initialized {
+            return Err(AdminError::Failed(
+                "this CM holds Raft state of no known cluster; start it with an empty data \
+                 directory to add it"
+                    .into(),
+            ));
+        }
+    }
+    if req.node_id != s.id {
+        return Err(AdminError::BadRequest(format!(
+            "bad value: this CM is node {}, not node {}",
+            s.id, req.node_id
+        )));
+    }
+    s.cluster
+        .adopt(&req.cluster_id)
+        .map_err(AdminError::Failed)?;
+    Ok(pb::AdmitReply {})
 }
 
 /// `cmctl cluster remove`: a voter is removed from the voters (never the last one), a

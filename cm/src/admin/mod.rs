@@ -16,7 +16,7 @@ mod forward;
 use crate::raft::leadership::Leadership;
 use crate::raft::network::PeerHealth;
 use crate::raft::propose::{propose_request, ProposeError};
-use crate::raft::store::SharedState;
+use crate::raft::store::{ClusterId, SharedState};
 use crate::raft::NodeId;
 use aerie_core::admin::{LeaderInfo, Query};
 use aerie_core::state::Request;
@@ -39,6 +39,8 @@ pub struct AdminService {
     pub state: SharedState,
     /// What the Raft network last saw of each peer (for "no quorum" messages).
     pub health: PeerHealth,
+    /// The cluster this CM belongs to (none until it is admitted to one).
+    pub cluster: ClusterId,
     /// How long a write or linearizable read waits for a leader and a quorum.
     pub timeout: Duration,
 }
@@ -246,6 +248,18 @@ impl admin_server::Admin for AdminService {
             "remove_member",
             |r: &pb::MemberReply| r.ok,
             cluster::remove_member(self, request.into_inner()),
+        )
+        .await
+    }
+
+    async fn admit(
+        &self,
+        request: tonic::Request<pb::AdmitRequest>,
+    ) -> Result<Response<pb::AdmitReply>, Status> {
+        timed(
+            "admit",
+            |_| true,
+            cluster::admit(self, request.into_inner()),
         )
         .await
     }

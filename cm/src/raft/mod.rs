@@ -3,12 +3,15 @@
 //!
 //! * [`TypeConfig`]: the application types openraft is instantiated with (the commands and
 //!   responses of `aerie_core::state`);
-//! * [`store`]: the RocksDB log and the state machine, synced before anything is acknowledged;
+//! * [`store`]: the RocksDB log and the state machine, synced before anything is acknowledged,
+//!   and the cluster id every peer message carries;
+//! * [`bootstrap`]: forming a new cluster, exactly once;
 //! * [`network`]: the gRPC client side of the peer Raft RPCs (with deadlines);
 //! * [`service`]: the gRPC server side, handing requests to the local [`Raft`];
 //! * [`config`]: timing knobs (election timeout, heartbeat) and snapshot policy;
 //! * [`propose`]: the one way to write a command, with a deadline and a typed error;
 //! * [`leadership`]: the one way to ask who leads, wait to lead, or confirm leadership.
+pub mod bootstrap;
 pub mod config;
 pub mod leadership;
 pub mod network;

@@ -4,6 +4,7 @@
 //! The factory also records, per peer, when the last RPC succeeded or why it failed
 //! ([`PeerHealth`]), so the admin API can say "2 of 3 CMs unreachable: ..." instead of
 //! just timing out.
+use super::store::ClusterId;
 use super::{Node, NodeId, TypeConfig};
 use aerie_proto::raft::{raft_client::RaftClient, RaftReply, RaftRequest};
 use openraft::error::{
@@ -77,6 +78,8 @@ impl PeerHealth {
 pub struct Network {
     /// Where every RPC's outcome is recorded.
     pub health: PeerHealth,
+    /// This CM's cluster id, sent with every request.
+    pub cluster: ClusterId,
     /// Deadline of one append-entries or vote RPC.
     pub rpc_deadline: Duration,
 }
@@ -91,6 +94,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             client: None,
             health: self.health.clone(),
             rpc_deadline: self.rpc_deadline,
+            cluster: self.cluster.clone(),
         }
     }
 }
@@ -102,6 +106,7 @@ pub struct Connection {
     client: Option<RaftClient<Channel>>,
     health: PeerHealth,
     rpc_deadline: Duration,
+    cluster: ClusterId,
 }
 
 /// Builds a channel that connects on first use and reconnects after failures.
@@ -188,6 +193,7 @@ impl Connection {
         let mut request = tonic::Request::new(RaftRequest {
             version: PAYLOAD_VERSION,
             data,
+            cluster_id: self.cluster.get().unwrap_or_default(),
         });
         request.set_timeout(deadline);
         let fut = async move {

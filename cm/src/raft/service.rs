@@ -1,4 +1,5 @@
 //! Server side of the peer Raft RPCs: decode, hand to the local Raft, encode the `Result`.
+use super::store::ClusterId;
 use super::{Raft, TypeConfig};
 use aerie_proto::raft::{raft_server, RaftReply, RaftRequest};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
@@ -7,12 +8,42 @@ use tonic::{Request, Response, Status};
 /// The `Raft` gRPC service: peers' Raft RPCs handed to the local openraft.
 pub struct RaftService {
     raft: Raft,
+    cluster: ClusterId,
+    /// When a refusal was last logged (Unix seconds): a stranger's heartbeats arrive ten
+    /// times a second, the log gets one line every ten seconds.
+    last_refusal_logged: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl RaftService {
-    /// The service for `raft`.
-    pub fn new(raft: Raft) -> Self {
-        RaftService { raft }
+    /// The service for `raft`, admitting only peers of `cluster`.
+    pub fn new(raft: Raft, cluster: ClusterId) -> Self {
+        RaftService {
+            raft,
+            cluster,
+            last_refusal_logged: Default::default(),
+        }
+    }
+
+    /// Decodes a request from a peer of this cluster; the refusal to send back otherwise.
+    fn admit<T: serde::de::DeserializeOwned>(&self, req: &RaftRequest) -> Result<T, RaftReply> {
+        if let Err(e) = self.cluster.check(&req.cluster_id) {
+            use std::sync::atomic::Ordering;
+            let now = crate::collector::service::unix_now();
+            let last = self.last_refusal_logged.load(Ordering::Relaxed);
+            if now - last >= 10
+                && self
+                    .last_refusal_logged
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                tracing::warn!(error = %e, "Raft request from another cluster refused");
+            }
+            return Err(RaftReply {
+                data: Vec::new(),
+                error: e,
+            });
+        }
+        decode(req)
     }
 
     /// The tonic server for this service.
@@ -59,7 +90,7 @@ impl raft_server::Raft for RaftService {
         &self,
         request: Request<RaftRequest>,
     ) -> Result<Response<RaftReply>, Status> {
-        let req: AppendEntriesRequest<TypeConfig> = match decode(request.get_ref()) {
+        let req: AppendEntriesRequest<TypeConfig> = match self.admit(request.get_ref()) {
             Ok(r) => r,
             Err(reply) => return Ok(Response::new(reply)),
         };
@@ -68,7 +99,7 @@ impl raft_server::Raft for RaftService {
     }
 
     async fn vote(&self, request: Request<RaftRequest>) -> Result<Response<RaftReply>, Status> {
-        let req: VoteRequest<u64> = match decode(request.get_ref()) {
+        let req: VoteRequest<u64> = match self.admit(request.get_ref()) {
             Ok(r) => r,
             Err(reply) => return Ok(Response::new(reply)),
         };
@@ -80,7 +111,7 @@ impl raft_server::Raft for RaftService {
         &self,
         request: Request<RaftRequest>,
     ) -> Result<Response<RaftReply>, Status> {
-        let req: InstallSnapshotRequest<TypeConfig> = match decode(request.get_ref()) {
+        let req: InstallSnapshotRequest<TypeConfig> = match self.admit(request.get_ref()) {
             Ok(r) => r,
             Err(reply) => return Ok(Response::new(reply)),
         };

@@ -15,9 +15,11 @@
 // return what the traits return rather than box it only to unbox it again.
 #![allow(clippy::result_large_err)]
 
+mod cluster_id;
 mod log;
 mod sm;
 
+pub use cluster_id::ClusterId;
 pub use log::LogStore;
 pub use sm::{SharedState, StateMachineStore};
 
@@ -29,8 +31,9 @@ use std::sync::Arc;
 pub(crate) const CF_LOGS: &str = "logs";
 pub(crate) const CF_META: &str = "meta";
 
-/// Opens (creating if needed) the store under `dir` and returns its two halves.
-pub fn open(dir: &Path) -> anyhow::Result<(LogStore, StateMachineStore)> {
+/// Opens (creating if needed) the store under `dir` and returns its two halves and the
+/// cluster id kept beside them.
+pub fn open(dir: &Path) -> anyhow::Result<(LogStore, StateMachineStore, ClusterId)> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create data directory {}", dir.display()))?;
     let mut opts = Options::default();
@@ -45,14 +48,9 @@ pub fn open(dir: &Path) -> anyhow::Result<(LogStore, StateMachineStore)> {
         .with_context(|| format!("cannot open RocksDB store {}", path.display()))?;
     let db = Arc::new(db);
     let log = LogStore::new(db.clone());
+    let cluster = ClusterId::open(db.clone())?;
     let sm = StateMachineStore::open(db)?;
-    Ok((log, sm))
-}
-
-/// Whether the store under `dir` already holds Raft state (a vote or log), i.e. whether this
-/// node was ever part of a cluster. Used to bootstrap a new cluster exactly once.
-pub fn is_initialized(dir: &Path) -> bool {
-    dir.join("raft.db").join("CURRENT").exists()
+    Ok((log, sm, cluster))
 }
 
 pub(crate) fn write_opts_sync() -> rocksdb::WriteOptions {

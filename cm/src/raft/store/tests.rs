@@ -10,7 +10,7 @@ struct Builder;
 impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for Builder {
     async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError<u64>> {
         let td = TempDir::new().expect("temp dir");
-        let (log, sm) = super::open(td.path()).expect("open store");
+        let (log, sm, _) = super::open(td.path()).expect("open store");
         Ok((td, log, sm))
     }
 }
@@ -28,7 +28,7 @@ fn openraft_storage_suite() -> Result<(), StorageError<u64>> {
 fn an_older_snapshot_never_replaces_a_newer_one() {
     use crate::raft::{LogId, SnapshotMeta};
     let td = TempDir::new().expect("temp dir");
-    let (_log, sm) = super::open(td.path()).expect("open store");
+    let (_log, sm, _) = super::open(td.path()).expect("open store");
     let meta = |index: u64| SnapshotMeta {
         last_log_id: Some(LogId::new(openraft::CommittedLeaderId::new(1, 1), index)),
         last_membership: Default::default(),
