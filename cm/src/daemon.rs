@@ -65,8 +65,9 @@ pub struct Args {
     /// AERIE_COLLECTOR_RELAY_INTERVAL/_BATCH/_QUEUE, AERIE_COLLECTOR_DIGEST_INTERVAL).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// How long an admin write or linearizable read waits for a quorum (ms).
-    #[arg(long, env = "AERIE_ADMIN_TIMEOUT", default_value_t = 5000)]
+    /// How long an admin write or linearizable read waits for a quorum (ms, 100 to 600000).
+    #[arg(long, env = "AERIE_ADMIN_TIMEOUT", default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub admin_timeout_ms: u64,
 }
 
@@ -150,8 +151,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         ),
         None => None,
     };
-    let knobs =
-        RaftKnobs::from_lookup(|name| cfg.as_ref().and_then(|c| c.string(name).ok().flatten()))?;
+    let knobs = RaftKnobs::read(&crate::knob::Knobs::new(cfg.as_ref()))?;
     let config = Arc::new(knobs.openraft_config()?);
     if let Some(m) = args.metrics_listen {
         crate::metrics::install(m)?;
@@ -176,11 +176,12 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         cluster: cluster.clone(),
         state,
         health,
-        timeout: Duration::from_millis(args.admin_timeout_ms.max(100)),
+        timeout: Duration::from_millis(args.admin_timeout_ms),
     };
     // The collector: soft state on every node, relayed between CMs; absent ads via Raft.
-    let collector = crate::collector::run::start(cfg.as_ref(), args.id, &raft, admin.state.clone())
-        .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?;
+    let mut collector =
+        crate::collector::run::start(cfg.as_ref(), args.id, &raft, admin.state.clone())
+            .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -261,16 +262,37 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     )?);
 
     tracing::info!(id = args.id, listen = %args.listen, "aerie-cm serving");
-    wait_for_signal().await;
-    tracing::info!("shutting down");
+    // None of these may end while the CM runs: one that panics or returns stops the CM
+    // loudly (exit code 1, for its service manager to restart it) rather than leaving a CM
+    // that answers but never negotiates or expires ads.
+    let mut watched: Vec<(&'static str, tokio::task::JoinHandle<()>)> =
+        std::mem::take(&mut collector.tasks);
+    watched.push(("leader duties", leader));
+    let names: Vec<&'static str> = watched.iter().map(|(n, _)| *n).collect();
+    let mut handles: Vec<_> = watched.into_iter().map(|(_, h)| h).collect();
+    let mut exit = 0;
+    tokio::select! {
+        _ = wait_for_signal() => tracing::info!("shutting down"),
+        (result, i, _) = futures::future::select_all(handles.iter_mut()) => {
+            let why = match result {
+                Err(e) if e.is_panic() => format!("panicked: {e}"),
+                Err(e) => format!("stopped: {e}"),
+                Ok(()) => "returned".to_string(),
+            };
+            tracing::error!(task = names[i], why = %why, "a task of the CM ended; the CM stops so that it can be restarted whole");
+            exit = 1;
+        }
+    }
     let _ = stop_tx.send(true);
-    leader.abort();
+    for h in &handles {
+        h.abort();
+    }
     collector.stop();
     let _ = tokio::time::timeout(Duration::from_secs(5), raft.shutdown()).await;
     for s in servers {
         let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
     }
-    Ok(0)
+    Ok(exit)
 }
 
 async fn wait_for_signal() {

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod collector;
 pub mod config_val;
 pub mod daemon;
+pub mod knob;
 pub mod leader;
 pub mod metrics;
 pub mod raft;

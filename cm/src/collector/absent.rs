@@ -71,7 +71,7 @@ pub fn plan(table: &AdTable, replicated: &Replicated, now: i64) -> Vec<Command> 
         let name = record_name(&h.key);
         let held = replicated.get(&b).and_then(|m| m.get(&name));
         let differs = !matches!(held, Some(r) if r.text == h.text && r.time == h.since);
-        if differs && now - h.since <= PENDING_GRACE {
+        if differs && now.saturating_sub(h.since) <= PENDING_GRACE {
             out.push(Command::PutAd {
                 ad_type: b,
                 name,
@@ -87,7 +87,9 @@ pub fn plan(table: &AdTable, replicated: &Replicated, now: i64) -> Vec<Command> 
             let back = key_of(&rec.text)
                 .and_then(|k| table.live_updated(&k))
                 .is_some_and(|updated| updated >= rec.time);
-            let expired = b != OFFLINE_BUCKET && expire_after > 0 && now - rec.time > expire_after;
+            let expired = b != OFFLINE_BUCKET
+                && expire_after > 0
+                && now.saturating_sub(rec.time) > expire_after;
             if (back || expired) && removing.insert((b.clone(), name.clone())) {
                 out.push(Command::RemoveAd {
                     ad_type: b.clone(),

@@ -47,19 +47,24 @@ impl RelayParams {
     /// Reads the knobs (defaults when unset); a bad value is an error naming the knob.
     pub fn from_config(c: &aerie_config::Config) -> Result<Self, String> {
         let d = RelayParams::default();
+        let knobs = crate::knob::Knobs::with_env(Some(c), |_| None);
         let dur = |name: &str, fallback: Duration| -> Result<Duration, String> {
-            match c.duration(name).map_err(|e| format!("{name}: {e}"))? {
-                Some(v) if v.is_zero() => Err(format!("{name}: must be above zero")),
-                Some(v) => Ok(v),
-                None => Ok(fallback),
-            }
+            knobs
+                .duration(
+                    name,
+                    None,
+                    Duration::from_secs(1),
+                    fallback,
+                    Duration::from_millis(1),
+                    Duration::from_secs(3600),
+                )
+                .map_err(|e| e.to_string())
         };
         let count = |name: &str, fallback: usize| -> Result<usize, String> {
-            match c.int(name).map_err(|e| format!("{name}: {e}"))? {
-                Some(v) if v <= 0 => Err(format!("{name}: {v} is not a positive number")),
-                Some(v) => Ok(v as usize),
-                None => Ok(fallback),
-            }
+            knobs
+                .count(name, None, fallback as u64, 1, 100_000_000)
+                .map(|n| n as usize)
+                .map_err(|e| e.to_string())
         };
         Ok(RelayParams {
             interval: dur("AERIE_COLLECTOR_RELAY_INTERVAL", d.interval)?,

@@ -14,7 +14,8 @@ pub struct Running {
     pub service: CollectorService,
     /// The relay to the other CMs.
     pub relay: Arc<Relay>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The background tasks by name; the daemon watches them (none may end while it runs).
+    pub tasks: Vec<(&'static str, tokio::task::JoinHandle<()>)>,
 }
 
 /// Reads the collector's knobs from `cfg` (defaults without one) and starts it.
@@ -43,9 +44,18 @@ pub fn start(
     let mut svc = CollectorService::new(table.clone()).with_relay(relay.clone());
     svc.max_update_rate = rate;
     let tasks = vec![
-        service::spawn_expiry(table.clone(), SWEEP_INTERVAL),
-        relay.spawn_membership_watch(raft.clone()),
-        absent::spawn_mirror(state, table, SWEEP_INTERVAL),
+        (
+            "collector expiry sweep",
+            service::spawn_expiry(table.clone(), SWEEP_INTERVAL),
+        ),
+        (
+            "collector relay membership watch",
+            relay.spawn_membership_watch(raft.clone()),
+        ),
+        (
+            "absent-ad mirror",
+            absent::spawn_mirror(state, table, SWEEP_INTERVAL),
+        ),
     ];
     Ok(Running {
         service: svc,
@@ -57,7 +67,7 @@ pub fn start(
 impl Running {
     /// Stops the background tasks and the relay.
     pub fn stop(&self) {
-        for t in &self.tasks {
+        for (_, t) in &self.tasks {
             t.abort();
         }
         self.relay.shutdown();

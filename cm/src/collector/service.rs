@@ -42,16 +42,15 @@ pub const DEFAULT_MAX_UPDATE_RATE: f64 = 100_000.0;
 
 /// Reads `AERIE_COLLECTOR_MAX_UPDATE_RATE` (ads per second per stream; default when unset).
 pub fn max_update_rate(c: &aerie_config::Config) -> Result<f64, String> {
-    match c
-        .real("AERIE_COLLECTOR_MAX_UPDATE_RATE")
-        .map_err(|e| format!("AERIE_COLLECTOR_MAX_UPDATE_RATE: {e}"))?
-    {
-        Some(v) if v.is_finite() && v > 0.0 => Ok(v),
-        Some(v) => Err(format!(
-            "AERIE_COLLECTOR_MAX_UPDATE_RATE: {v} is not a positive number of ads per second"
-        )),
-        None => Ok(DEFAULT_MAX_UPDATE_RATE),
-    }
+    crate::knob::Knobs::with_env(Some(c), |_| None)
+        .number(
+            "AERIE_COLLECTOR_MAX_UPDATE_RATE",
+            None,
+            DEFAULT_MAX_UPDATE_RATE,
+            0.001,
+            1e9,
+        )
+        .map_err(|e| e.to_string())
 }
 
 /// A token bucket per stream: `rate` ads a second, bursts up to one second's worth.

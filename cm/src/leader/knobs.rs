@@ -24,49 +24,45 @@ impl Default for Knobs {
     }
 }
 
-fn seconds(knob: &str, text: &str) -> Result<Duration, String> {
-    let v: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{knob}: {:?} is not a number of seconds", text.trim()))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("{knob}: {v} must be a number of seconds >= 0"));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 impl Knobs {
-    /// Reads the knobs: `config` answers "what is knob X" from the configuration file, `env`
-    /// from the environment (`AERIE_NEGOTIATOR_INTERVAL`, `AERIE_NEGOTIATOR_CYCLE_DELAY`,
-    /// `AERIE_NEGOTIATOR_AP_TIMEOUT`), which wins.
-    pub fn from_lookup(
-        config: impl Fn(&str) -> Option<String>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Knobs, String> {
-        let mut k = Knobs::default();
-        let pick = |cfg_name: &str, env_name: &str| -> Option<(String, String)> {
-            env(env_name)
-                .map(|v| (env_name.to_string(), v))
-                .or_else(|| config(cfg_name).map(|v| (cfg_name.to_string(), v)))
-        };
-        if let Some((n, v)) = pick("NEGOTIATOR_INTERVAL", "AERIE_NEGOTIATOR_INTERVAL") {
-            k.interval = seconds(&n, &v)?;
-            if k.interval.is_zero() {
-                return Err(format!("{n}: must be more than 0 seconds"));
-            }
-        }
-        if let Some((n, v)) = pick("NEGOTIATOR_CYCLE_DELAY", "AERIE_NEGOTIATOR_CYCLE_DELAY") {
-            k.cycle_delay = seconds(&n, &v)?;
-        }
-        if let Some((n, v)) = pick("AERIE_NEGOTIATOR_AP_TIMEOUT", "AERIE_NEGOTIATOR_AP_TIMEOUT") {
-            k.ap_timeout = seconds(&n, &v)?;
-            if k.ap_timeout.is_zero() {
-                return Err(format!("{n}: must be more than 0 seconds"));
-            }
-        }
-        // A delay longer than the interval would silently stretch the interval.
-        k.cycle_delay = k.cycle_delay.min(k.interval);
-        Ok(k)
+    /// Reads the knobs from the configuration file, with the environment
+    /// (`AERIE_NEGOTIATOR_INTERVAL`, `AERIE_NEGOTIATOR_CYCLE_DELAY`,
+    /// `AERIE_NEGOTIATOR_AP_TIMEOUT`) winning; each bounded (a day at most, so that adding it
+    /// to the clock cannot overflow).
+    pub fn read(knobs: &crate::knob::Knobs) -> Result<Knobs, crate::knob::KnobError> {
+        let d = Knobs::default();
+        let (s, ms) = (Duration::from_secs(1), Duration::from_millis(1));
+        let day = Duration::from_secs(86400);
+        let interval = knobs.duration(
+            "NEGOTIATOR_INTERVAL",
+            Some("AERIE_NEGOTIATOR_INTERVAL"),
+            s,
+            d.interval,
+            ms,
+            day,
+        )?;
+        let cycle_delay = knobs.duration(
+            "NEGOTIATOR_CYCLE_DELAY",
+            Some("AERIE_NEGOTIATOR_CYCLE_DELAY"),
+            s,
+            d.cycle_delay,
+            Duration::ZERO,
+            day,
+        )?;
+        let ap_timeout = knobs.duration(
+            "AERIE_NEGOTIATOR_AP_TIMEOUT",
+            Some("AERIE_NEGOTIATOR_AP_TIMEOUT"),
+            s,
+            d.ap_timeout,
+            ms,
+            Duration::from_secs(3600),
+        )?;
+        Ok(Knobs {
+            interval,
+            // A delay longer than the interval would silently stretch the interval.
+            cycle_delay: cycle_delay.min(interval),
+            ap_timeout,
+        })
     }
 }
 
@@ -76,28 +72,30 @@ mod tests {
 
     #[test]
     fn defaults_config_and_env_override() {
-        let none = |_: &str| None;
-        assert_eq!(Knobs::from_lookup(none, none).unwrap(), Knobs::default());
-        let cfg = |k: &str| match k {
-            "NEGOTIATOR_INTERVAL" => Some("300".to_string()),
-            "NEGOTIATOR_CYCLE_DELAY" => Some("10".to_string()),
-            _ => None,
-        };
-        let k = Knobs::from_lookup(cfg, none).unwrap();
+        use crate::knob::Knobs as Reader;
+        let none = Reader::with_env(None, |_| None);
+        assert_eq!(Knobs::read(&none).unwrap(), Knobs::default());
+        let mut cfg = aerie_config::Config::empty(aerie_config::Context::default());
+        cfg.set("NEGOTIATOR_INTERVAL", "300").unwrap();
+        cfg.set("NEGOTIATOR_CYCLE_DELAY", "10").unwrap();
+        let k = Knobs::read(&Reader::with_env(Some(&cfg), |_| None)).unwrap();
         assert_eq!(k.interval, Duration::from_secs(300));
         assert_eq!(k.cycle_delay, Duration::from_secs(10));
         // The environment wins, and the delay never exceeds the interval.
         let env = |k: &str| (k == "AERIE_NEGOTIATOR_INTERVAL").then(|| "1".to_string());
-        let k = Knobs::from_lookup(cfg, env).unwrap();
+        let k = Knobs::read(&Reader::with_env(Some(&cfg), env)).unwrap();
         assert_eq!(k.interval, Duration::from_secs(1));
         assert_eq!(k.cycle_delay, Duration::from_secs(1));
         let bad = |k: &str| (k == "AERIE_NEGOTIATOR_INTERVAL").then(|| "soon".to_string());
-        let e = Knobs::from_lookup(none, bad).unwrap_err();
+        let e = Knobs::read(&Reader::with_env(None, bad)).unwrap_err();
         assert!(
-            e.contains("AERIE_NEGOTIATOR_INTERVAL") && e.contains("soon"),
+            e.to_string().contains("AERIE_NEGOTIATOR_INTERVAL") && e.to_string().contains("soon"),
             "{e}"
         );
-        let zero = |k: &str| (k == "NEGOTIATOR_INTERVAL").then(|| "0".to_string());
-        assert!(Knobs::from_lookup(zero, none).is_err());
+        let zero = |k: &str| (k == "AERIE_NEGOTIATOR_INTERVAL").then(|| "0".to_string());
+        assert!(Knobs::read(&Reader::with_env(None, zero)).is_err());
+        // Issue 13.13: a value that would overflow the clock is refused, not a panic.
+        let huge = |k: &str| (k == "AERIE_NEGOTIATOR_INTERVAL").then(|| "1e30".to_string());
+        assert!(Knobs::read(&Reader::with_env(None, huge)).is_err());
     }
 }

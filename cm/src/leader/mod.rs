@@ -105,11 +105,7 @@ impl Leader {
             ),
             None => None,
         };
-        let knobs = Knobs::from_lookup(
-            |k| cfg.and_then(|c| c.expanded(k).ok().flatten()),
-            |k| std::env::var(k).ok(),
-        )
-        .map_err(|e| anyhow::anyhow!("negotiation timing: {e}"))?;
+        let knobs = Knobs::read(&crate::knob::Knobs::new(cfg))?;
         Ok(Leader {
             id: leadership.id(),
             addr,

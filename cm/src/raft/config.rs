@@ -14,6 +14,7 @@
 //! Environment knobs (milliseconds): `AERIE_HEARTBEAT_INTERVAL`, `AERIE_ELECTION_TIMEOUT`
 //! (`MIN` or `MIN-MAX`), `AERIE_SNAPSHOT_LOGS` (entries between snapshots),
 //! `AERIE_SNAPSHOT_KEEP_LOGS` (entries kept behind a snapshot).
+use crate::knob::Knobs;
 use anyhow::{bail, Context};
 use std::time::Duration;
 
@@ -45,47 +46,51 @@ impl Default for RaftKnobs {
 }
 
 impl RaftKnobs {
-    /// Defaults overridden by the `AERIE_*` environment variables.
-    pub fn from_env() -> anyhow::Result<Self> {
-        Self::from_lookup(|_| None)
-    }
-
-    /// Defaults overridden by `config` (e.g. the HTCondor-syntax config file), overridden in
-    /// turn by the `AERIE_*` environment variables.
-    pub fn from_lookup(config: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
-        let mut k = RaftKnobs::default();
-        let get = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .or_else(|| config(name))
-                .filter(|v| !v.trim().is_empty())
+    /// Defaults overridden by the configuration file, overridden in turn by the `AERIE_*`
+    /// environment variables of the same names; each bounded (see [`crate::knob`]).
+    pub fn read(knobs: &Knobs) -> anyhow::Result<Self> {
+        let d = RaftKnobs::default();
+        let ms = Duration::from_millis(1);
+        let minute = Duration::from_secs(60);
+        let millis = |d: Duration| d.as_millis() as u64;
+        let heartbeat = knobs.duration(
+            "AERIE_HEARTBEAT_INTERVAL",
+            Some("AERIE_HEARTBEAT_INTERVAL"),
+            ms,
+            Duration::from_millis(d.heartbeat_ms),
+            ms,
+            minute,
+        )?;
+        let (lo, hi) = knobs.duration_range(
+            "AERIE_ELECTION_TIMEOUT",
+            Some("AERIE_ELECTION_TIMEOUT"),
+            ms,
+            (
+                Duration::from_millis(d.election_min_ms),
+                Duration::from_millis(d.election_max_ms),
+            ),
+            ms,
+            10 * minute,
+        )?;
+        let k = RaftKnobs {
+            heartbeat_ms: millis(heartbeat),
+            election_min_ms: millis(lo),
+            election_max_ms: millis(hi),
+            snapshot_logs: knobs.count(
+                "AERIE_SNAPSHOT_LOGS",
+                Some("AERIE_SNAPSHOT_LOGS"),
+                d.snapshot_logs,
+                1,
+                1_000_000_000,
+            )?,
+            keep_logs: knobs.count(
+                "AERIE_SNAPSHOT_KEEP_LOGS",
+                Some("AERIE_SNAPSHOT_KEEP_LOGS"),
+                d.keep_logs,
+                0,
+                1_000_000_000,
+            )?,
         };
-        if let Some(v) = get("AERIE_HEARTBEAT_INTERVAL") {
-            k.heartbeat_ms = parse_ms("AERIE_HEARTBEAT_INTERVAL", &v)?;
-        }
-        if let Some(v) = get("AERIE_ELECTION_TIMEOUT") {
-            let (lo, hi) = match v.split_once('-') {
-                Some((a, b)) => (
-                    parse_ms("AERIE_ELECTION_TIMEOUT", a)?,
-                    parse_ms("AERIE_ELECTION_TIMEOUT", b)?,
-                ),
-                None => {
-                    let lo = parse_ms("AERIE_ELECTION_TIMEOUT", &v)?;
-                    (lo, lo * 2)
-                }
-            };
-            k.election_min_ms = lo;
-            k.election_max_ms = hi;
-        }
-        if let Some(v) = get("AERIE_SNAPSHOT_LOGS") {
-            k.snapshot_logs = parse_ms("AERIE_SNAPSHOT_LOGS", &v)?;
-        }
-        if let Some(v) = get("AERIE_SNAPSHOT_KEEP_LOGS") {
-            k.keep_logs = v
-                .trim()
-                .parse()
-                .with_context(|| format!("AERIE_SNAPSHOT_KEEP_LOGS={v:?} is not a number"))?;
-        }
         k.validate()?;
         Ok(k)
     }
@@ -100,7 +105,7 @@ impl RaftKnobs {
                 self.election_max_ms
             );
         }
-        if self.heartbeat_ms * 2 > self.election_min_ms {
+        if self.heartbeat_ms.saturating_mul(2) > self.election_min_ms {
             bail!(
                 "heartbeat interval {} ms must be at most half the minimum election timeout {} ms",
                 self.heartbeat_ms,
@@ -131,18 +136,4 @@ impl RaftKnobs {
         };
         c.validate().context("invalid Raft configuration")
     }
-}
-
-fn parse_ms(name: &str, v: &str) -> anyhow::Result<u64> {
-    let v = v.trim();
-    let n: u64 = v
-        .strip_suffix("ms")
-        .unwrap_or(v)
-        .trim()
-        .parse()
-        .with_context(|| format!("{name}={v:?} is not a whole number of milliseconds"))?;
-    if n == 0 {
-        bail!("{name} must be above 0");
-    }
-    Ok(n)
 }

@@ -704,7 +704,7 @@ impl Accountant {
         for n in &to_create {
             self.entry(n);
         }
-        let dt = self.last_tick.map(|l| now - l).unwrap_or(0);
+        let dt = self.last_tick.map(|l| now.saturating_sub(l)).unwrap_or(0);
         let beta = if dt > 0 {
             0.5f64.powf(dt as f64 / self.params.priority_halflife)
         } else {

@@ -77,7 +77,7 @@ impl PoolState {
     /// Applies one committed request. Deterministic; a refused command leaves the state as it
     /// was (apart from the applied-commands counter) and answers with the reason.
     pub fn apply(&mut self, req: &Request) -> CommandResponse {
-        self.applied_commands += 1;
+        self.applied_commands = self.applied_commands.saturating_add(1);
         if req.v > COMMAND_VERSION {
             return CommandResponse::refused(format!(
                 "command version {} is newer than this CM understands ({COMMAND_VERSION})",
@@ -203,7 +203,7 @@ impl PoolState {
                 Ok(None)
             }
             Command::RequestCycle => {
-                self.negotiator.cycle_requests += 1;
+                self.negotiator.cycle_requests = self.negotiator.cycle_requests.saturating_add(1);
                 Ok(Some(CommandResult::CycleRequested {
                     cycle_requests: self.negotiator.cycle_requests,
                     paused: self.negotiator.paused,

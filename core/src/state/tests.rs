@@ -187,3 +187,42 @@ fn snapshot_and_cycle_record_without_the_new_fields_still_decode() {
     let again = s.apply(&r);
     assert!(!again.ok && again.error.contains("not after"), "{again:?}");
 }
+
+/// Issue 13.15: times in commands are untrusted (any admin write, any leader's clock): the
+/// extremes of i64 apply without a panic on any replica, and the state still reads back.
+#[test]
+fn extreme_times_in_commands_never_panic() {
+    let mut s = PoolState::default();
+    let usage = vec![Usage {
+        submitter: "alice@pool".into(),
+        weighted_slots: 1.0,
+    }];
+    for now in [i64::MIN, 0, i64::MAX, i64::MAX] {
+        let r = s.apply(&req(Command::Accountant(AccountantCommand::Tick {
+            now,
+            usage: usage.clone(),
+        })));
+        assert!(r.ok, "{r:?}");
+    }
+    s.apply(&req(Command::RecordCycle(CycleRecord {
+        term: 1,
+        cycle: 1,
+        start_time: i64::MIN,
+        end_time: i64::MAX,
+        ..Default::default()
+    })));
+    s.apply(&req(Command::PutAd {
+        ad_type: "Machine".into(),
+        name: "x".into(),
+        text: "[ Name = \"x\" ]".into(),
+        time: i64::MIN,
+    }));
+    let back: PoolState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back, s);
+    assert!(s
+        .accountant
+        .record("alice@pool")
+        .unwrap()
+        .accumulated_usage
+        .is_finite());
+}

@@ -95,27 +95,41 @@ impl CollectorParams {
     /// naming it.
     pub fn from_config(c: &aerie_config::Config) -> Result<Self, String> {
         let d = CollectorParams::default();
-        let secs = |name: &str, fallback: i64| -> Result<i64, String> {
-            Ok(c.duration(name)
-                .map_err(|e| format!("{name}: {e}"))?
+        let knobs = crate::knob::Knobs::with_env(Some(c), |_| None);
+        let day = std::time::Duration::from_secs(86400);
+        let secs = |name: &str, fallback: i64, min: u64, max: std::time::Duration| {
+            knobs
+                .duration(
+                    name,
+                    None,
+                    std::time::Duration::from_secs(1),
+                    std::time::Duration::from_secs(fallback.max(0) as u64),
+                    std::time::Duration::from_secs(min),
+                    max,
+                )
                 .map(|d| d.as_secs() as i64)
-                .unwrap_or(fallback))
+                .map_err(|e| e.to_string())
         };
-        let max = c
-            .int("AERIE_COLLECTOR_MAX_AD_SIZE")
-            .map_err(|e| format!("AERIE_COLLECTOR_MAX_AD_SIZE: {e}"))?
-            .unwrap_or(d.max_ad_size as i64);
-        if max <= 0 {
-            return Err(format!(
-                "AERIE_COLLECTOR_MAX_AD_SIZE: {max} is not a positive number of bytes"
-            ));
-        }
+        let max = knobs
+            .count(
+                "AERIE_COLLECTOR_MAX_AD_SIZE",
+                None,
+                d.max_ad_size as u64,
+                1,
+                64 << 20,
+            )
+            .map_err(|e| e.to_string())?;
         Ok(CollectorParams {
-            classad_lifetime: secs("CLASSAD_LIFETIME", d.classad_lifetime)?,
+            classad_lifetime: secs("CLASSAD_LIFETIME", d.classad_lifetime, 1, 30 * day)?,
             absent_requirements: c
                 .expr("ABSENT_REQUIREMENTS")
                 .map_err(|e| format!("ABSENT_REQUIREMENTS: {e}"))?,
-            absent_expire_ads_after: secs("ABSENT_EXPIRE_ADS_AFTER", d.absent_expire_ads_after)?,
+            absent_expire_ads_after: secs(
+                "ABSENT_EXPIRE_ADS_AFTER",
+                d.absent_expire_ads_after,
+                0,
+                3650 * day,
+            )?,
             expire_invalidated_ads: c
                 .bool("EXPIRE_INVALIDATED_ADS")
                 .map_err(|e| format!("EXPIRE_INVALIDATED_ADS: {e}"))?
@@ -531,8 +545,8 @@ impl AdTable {
             .ads
             .iter()
             .filter(|(_, e)| match e.absent_since {
-                Some(since) => expire_after > 0 && now - since > expire_after,
-                None => now - e.updated() > e.lifetime,
+                Some(since) => expire_after > 0 && now.saturating_sub(since) > expire_after,
+                None => now.saturating_sub(e.updated()) > e.lifetime,
             })
             .map(|(k, _)| AdKey::clone(k))
             .collect();

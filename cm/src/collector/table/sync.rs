@@ -85,7 +85,7 @@ impl Source {
     ) -> Option<Version> {
         match self {
             Source::Relayed { now } => {
-                (version > held && now - version.time <= lifetime).then_some(version)
+                (version > held && now.saturating_sub(version.time) <= lifetime).then_some(version)
             }
             Source::Local => Some(Version {
                 time: version.time.max(held.time),
@@ -113,7 +113,7 @@ impl AdTable {
 
     /// The version of the next update this CM receives directly, at `now`.
     pub(super) fn next_version(&mut self, now: i64) -> Version {
-        self.seq += 1;
+        self.seq = self.seq.saturating_add(1);
         Version {
             time: now,
             seq: self.seq,
@@ -141,7 +141,7 @@ impl AdTable {
         lifetime: i64,
         now: i64,
     ) -> bool {
-        if now - version.time > lifetime && !self.becomes_absent(&key.ad_type, ad) {
+        if now.saturating_sub(version.time) > lifetime && !self.becomes_absent(&key.ad_type, ad) {
             return false;
         }
         if self.tombstones.get(key).is_some_and(|t| *t >= version) {
@@ -177,7 +177,8 @@ impl AdTable {
     /// Forgets the tombstones older than twice `CLASSAD_LIFETIME` at `now`.
     pub(super) fn expire_tombstones(&mut self, now: i64) {
         let keep = 2 * self.params.classad_lifetime.max(1);
-        self.tombstones.retain(|_, v| now - v.time <= keep);
+        self.tombstones
+            .retain(|_, v| now.saturating_sub(v.time) <= keep);
     }
 
     /// Stores an ad another CM relayed, if its version is newer than what is held (last
