@@ -10,7 +10,7 @@ use aerie_core::admin::{AdminQuery, ErrorKind, Query, ERROR_KIND_METADATA};
 use aerie_core::state::{Command, CommandResult, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
 use anyhow::{anyhow, bail, Context};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
 
 /// How to reach the CMs, shared by every subcommand that talks to them.
@@ -19,8 +19,8 @@ pub struct ConnectArgs {
     /// CM addresses, host:port[,host:port...] (default: $AERIE_CMS).
     #[arg(long, env = "AERIE_CMS", value_delimiter = ',', global = true)]
     pub cms: Vec<String>,
-    /// Per-request deadline in seconds.
-    #[arg(long, default_value_t = 15.0, global = true)]
+    /// How long a request may take, retries through an election included (seconds).
+    #[arg(long, default_value_t = 10.0, global = true)]
     pub timeout: f64,
 }
 
@@ -58,11 +58,21 @@ pub struct Client {
     rt: tokio::runtime::Runtime,
 }
 
+/// How long to wait between rounds over the CMs.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// The longest one attempt against one CM may take (a CM waits at most its admin timeout, 5 s
+/// by default, for a quorum).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(6);
+
 /// Outcome of one attempt against one CM.
 enum Attempt<T> {
     Done(T),
     /// Could not talk to this CM; try the next.
     Unreachable(String),
+    /// The CM answered that the cluster cannot serve it right now (no quorum, the leader
+    /// gone): try again until the deadline.
+    Retry(String),
     /// This CM says another is the leader.
     Redirect(String),
 }
@@ -114,41 +124,58 @@ impl Client {
         F: Fn(AdminClient<Channel>, Duration) -> Fut,
         Fut: std::future::Future<Output = Result<Attempt<T>, anyhow::Error>>,
     {
+        // Until the deadline, rounds over every CM: through an election the leader is gone
+        // for a second or two, and the request goes through once another leads.
+        let deadline = Instant::now() + self.timeout;
         let n = self.addrs.len();
-        let mut order: Vec<String> = (0..n)
-            .map(|i| self.addrs[(self.preferred + i) % n].clone())
-            .collect();
-        let mut errors = Vec::new();
         let mut redirects = 0;
-        let mut i = 0;
-        while i < order.len() {
-            let addr = order[i].clone();
-            i += 1;
-            let client = self.connect(&addr)?;
-            let timeout = self.timeout;
-            match self.rt.block_on(f(client, timeout))? {
-                Attempt::Done(v) => {
-                    if let Some(p) = self.addrs.iter().position(|a| *a == addr) {
-                        self.preferred = p;
-                    }
-                    return Ok(v);
+        loop {
+            let mut order: Vec<String> = (0..n)
+                .map(|i| self.addrs[(self.preferred + i) % n].clone())
+                .collect();
+            let mut unreachable = Vec::new();
+            let mut retry = None;
+            let mut i = 0;
+            while i < order.len() {
+                let addr = order[i].clone();
+                i += 1;
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
                 }
-                Attempt::Unreachable(e) => errors.push(format!("{addr}: {e}")),
-                Attempt::Redirect(leader) => {
-                    redirects += 1;
-                    if redirects > 3 {
-                        bail!("{what}: too many leader redirects (last to {leader})");
+                let client = self.connect(&addr)?;
+                // One CM does not get the whole deadline: if it hangs, the others get a turn.
+                match self.rt.block_on(f(client, left.min(ATTEMPT_TIMEOUT)))? {
+                    Attempt::Done(v) => {
+                        if let Some(p) = self.addrs.iter().position(|a| *a == addr) {
+                            self.preferred = p;
+                        }
+                        return Ok(v);
                     }
-                    order.insert(i, leader);
+                    Attempt::Unreachable(e) => unreachable.push(format!("{addr}: {e}")),
+                    Attempt::Retry(e) => retry = Some(format!("{addr}: {e}")),
+                    Attempt::Redirect(leader) => {
+                        redirects += 1;
+                        if redirects > 10 {
+                            bail!("{what}: too many leader redirects (last to {leader})");
+                        }
+                        order.insert(i, leader);
+                    }
                 }
             }
+            if Instant::now() + RETRY_PAUSE >= deadline {
+                if let Some(e) = retry {
+                    bail!("{what}: {e}");
+                }
+                bail!(
+                    "{what}: {} of {} CMs unreachable: {}",
+                    unreachable.len(),
+                    n,
+                    unreachable.join("; ")
+                );
+            }
+            std::thread::sleep(RETRY_PAUSE);
         }
-        bail!(
-            "{what}: {} of {} CMs unreachable: {}",
-            errors.len(),
-            n,
-            errors.join("; ")
-        )
     }
 
     /// Submits a state-machine command; the CM forwards it to the leader.
@@ -310,17 +337,24 @@ fn error_kind(s: &tonic::Status) -> Option<ErrorKind> {
         .and_then(ErrorKind::parse)
 }
 
-/// Transport-level failures move on to the next CM; answers from a CM are final.
+/// Transport-level failures move on to the next CM; a CM's answer that the cluster cannot
+/// serve the request now is retried; any other answer from a CM is final.
 fn status_attempt<T>(s: tonic::Status) -> anyhow::Result<Attempt<T>> {
     let text = status_text(&s);
-    if error_kind(&s).is_some() {
-        // The CM answered (a "no quorum" CM has spoken for the cluster).
-        return Err(anyhow!(text));
+    match error_kind(&s) {
+        Some(ErrorKind::NoQuorum | ErrorKind::LeaderUnavailable) => {
+            return Ok(Attempt::Retry(text))
+        }
+        Some(_) => return Err(anyhow!(text)),
+        None => {}
     }
     match s.code() {
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown => {
-            Ok(Attempt::Unreachable(text))
-        }
+        // No answer in time is a CM's deadline (tonic's server answers Cancelled when the
+        // request's own timeout passes), not a verdict.
+        tonic::Code::Unavailable
+        | tonic::Code::DeadlineExceeded
+        | tonic::Code::Cancelled
+        | tonic::Code::Unknown => Ok(Attempt::Unreachable(text)),
         _ => Err(anyhow!(text)),
     }
 }
@@ -330,7 +364,10 @@ fn status_text(s: &tonic::Status) -> String {
     if s.code() == tonic::Code::Unavailable && error_kind(s).is_none() {
         // tonic's connection errors are terse ("transport error"); say what it means.
         format!("not reachable ({m})")
-    } else if s.code() == tonic::Code::DeadlineExceeded {
+    } else if matches!(
+        s.code(),
+        tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+    ) {
         format!("no answer in time ({m})")
     } else {
         m.to_string()

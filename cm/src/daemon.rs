@@ -65,6 +65,10 @@ pub struct Args {
     /// AERIE_COLLECTOR_RELAY_INTERVAL/_BATCH/_QUEUE, AERIE_COLLECTOR_DIGEST_INTERVAL).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Log lines as text (colour only on a terminal) or JSON (for log shippers); `AERIE_LOG`
+    /// selects what is logged.
+    #[arg(long, env = "AERIE_LOG_FORMAT", value_enum, default_value_t = aerie_log::LogFormat::Text)]
+    pub log_format: aerie_log::LogFormat,
     /// How long an admin write or linearizable read waits for a quorum (ms, 100 to 600000).
     #[arg(long, env = "AERIE_ADMIN_TIMEOUT", default_value_t = 5000,
           value_parser = clap::value_parser!(u64).range(100..=600_000))]
@@ -105,13 +109,7 @@ pub fn parse_peers(peers: &[String]) -> anyhow::Result<BTreeMap<NodeId, Node>> {
 
 /// Runs the daemon until SIGINT/SIGTERM; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AERIE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,aerie_cm=info")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    aerie_log::init("aerie_cm", args.log_format);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

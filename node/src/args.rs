@@ -14,6 +14,10 @@ use std::time::Duration;
     about = "Aerie execute node and access point agent"
 )]
 pub struct Cli {
+    /// Log lines as text (colour only on a terminal) or JSON (for log shippers); `AERIE_LOG`
+    /// selects what is logged.
+    #[arg(long, value_enum, global = true, default_value_t = aerie_log::LogFormat::Text)]
+    pub log_format: aerie_log::LogFormat,
     /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,

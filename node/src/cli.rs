@@ -6,13 +6,7 @@ use clap::Parser;
 /// process exit code (shared by the binary and the integration tests' copy of it).
 pub fn cli_main() -> i32 {
     let cli = Cli::parse();
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AERIE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,aerie_node=info")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    aerie_log::init("aerie_node", cli.log_format);
     let code = match cli.command {
         Command::Simulate(args) => {
             let rt = match tokio::runtime::Builder::new_multi_thread()

@@ -18,6 +18,9 @@ pub enum AdminError {
     /// The request is wrong (bad command encoding, unknown member, bad address).
     #[error("{0}")]
     BadRequest(String),
+    /// Forwarding to the leader failed (it is down, or an election is under way).
+    #[error("{0}")]
+    LeaderUnavailable(String),
     /// Anything else (forwarding to the leader failed, Raft failed).
     #[error("{0}")]
     Failed(String),
@@ -29,6 +32,7 @@ impl AdminError {
         match self {
             AdminError::NoQuorum(_) => ErrorKind::NoQuorum,
             AdminError::BadRequest(_) => ErrorKind::BadRequest,
+            AdminError::LeaderUnavailable(_) => ErrorKind::LeaderUnavailable,
             AdminError::Failed(_) => ErrorKind::Failed,
         }
     }
@@ -40,6 +44,7 @@ impl From<AdminError> for Status {
         let mut s = match &e {
             AdminError::NoQuorum(m) => Status::unavailable(m.clone()),
             AdminError::BadRequest(m) => Status::invalid_argument(m.clone()),
+            AdminError::LeaderUnavailable(m) => Status::unavailable(m.clone()),
             AdminError::Failed(m) => Status::failed_precondition(m.clone()),
         };
         s.metadata_mut().insert(
@@ -106,6 +111,11 @@ mod tests {
                 AdminError::BadRequest("bad command".into()),
                 tonic::Code::InvalidArgument,
                 ErrorKind::BadRequest,
+            ),
+            (
+                AdminError::LeaderUnavailable("leader gone".into()),
+                tonic::Code::Unavailable,
+                ErrorKind::LeaderUnavailable,
             ),
             (
                 AdminError::Failed("forward failed".into()),

@@ -10,7 +10,7 @@
 use super::error::AdminError;
 use super::AdminService;
 use crate::raft::leadership::Leader;
-use aerie_core::admin::LeaderInfo;
+use aerie_core::admin::{ErrorKind, LeaderInfo, ERROR_KIND_METADATA};
 use aerie_proto::admin::admin_client::AdminClient;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -65,7 +65,11 @@ impl AdminService {
                     let client = AdminClient::new(ch).max_decoding_message_size(256 << 20);
                     return match remote(client, route.forward_timeout).await {
                         Ok(r) => Ok(r.into_inner()),
-                        Err(s) => Err(AdminError::Failed(format!(
+                        // The leader answered: its answer stands, whatever its kind.
+                        Err(s) if s.metadata().contains_key(ERROR_KIND_METADATA) => {
+                            Err(from_status(s))
+                        }
+                        Err(s) => Err(AdminError::LeaderUnavailable(format!(
                             "this CM (node {}) is not the leader; forwarding the {} to the leader, \
                              node {} at {}, failed: {}",
                             self.id,
@@ -87,5 +91,21 @@ impl AdminService {
                 },
             }
         }
+    }
+}
+
+/// The error a leader answered a forwarded request with, passed on unchanged.
+fn from_status(s: tonic::Status) -> AdminError {
+    let kind = s
+        .metadata()
+        .get(ERROR_KIND_METADATA)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ErrorKind::parse);
+    let m = s.message().to_string();
+    match kind {
+        Some(ErrorKind::NoQuorum) => AdminError::NoQuorum(m),
+        Some(ErrorKind::BadRequest) => AdminError::BadRequest(m),
+        Some(ErrorKind::LeaderUnavailable) => AdminError::LeaderUnavailable(m),
+        Some(ErrorKind::Failed) | None => AdminError::Failed(m),
     }
 }

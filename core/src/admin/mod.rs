@@ -28,6 +28,9 @@ pub enum ErrorKind {
     NoQuorum,
     /// The request itself is wrong (bad command, unknown member): retrying cannot help.
     BadRequest,
+    /// The leader could not be reached, or changed while the request was forwarded (an
+    /// election): the same request a moment later, through any CM, will likely go through.
+    LeaderUnavailable,
     /// Anything else the CM answered (a forward that failed, a Raft failure).
     Failed,
 }
@@ -38,6 +41,7 @@ impl ErrorKind {
         match self {
             ErrorKind::NoQuorum => "no_quorum",
             ErrorKind::BadRequest => "bad_request",
+            ErrorKind::LeaderUnavailable => "leader_unavailable",
             ErrorKind::Failed => "failed",
         }
     }
@@ -47,6 +51,7 @@ impl ErrorKind {
         [
             ErrorKind::NoQuorum,
             ErrorKind::BadRequest,
+            ErrorKind::LeaderUnavailable,
             ErrorKind::Failed,
         ]
         .into_iter()
