@@ -196,12 +196,11 @@ impl AdKey {
     }
 }
 
-/// Names a refused value in an [`AdError`]'s reason. Every string is called empty: right for
-/// `Name` and `MyType`, which refuse only the empty string, wrong for a `ClassAdLifetime`
-/// string (a known wording bug, kept as it is).
+/// Names a refused value in an [`AdError`]'s reason.
 pub(super) fn describe(v: &Value) -> String {
     match v {
-        Value::Str(s) => format!("the empty string {s:?}"),
+        Value::Str(s) if s.is_empty() => "the empty string".to_string(),
+        Value::Str(s) => format!("the string {s:?}"),
         other => other.type_name().to_string(),
     }
 }

@@ -75,6 +75,17 @@ pub struct CollectorParams {
     pub expire_invalidated_ads: bool,
     /// `AERIE_COLLECTOR_MAX_AD_SIZE`, bytes of ad text.
     pub max_ad_size: usize,
+    /// `AERIE_COLLECTOR_MAX_AD_LIFETIME`, seconds: the longest `ClassAdLifetime` an ad may ask
+    /// for (a longer one is refused: an ad that never expires is how a table grows for ever).
+    pub max_ad_lifetime: i64,
+    /// `AERIE_COLLECTOR_MAX_OFFLINE_ADS`: offline ads held at most (each becomes a replicated
+    /// record that only its machine's return removes).
+    pub max_offline_ads: usize,
+    /// `AERIE_COLLECTOR_MAX_OFFLINE_ADS_PER_HOST`: offline ads one daemon host may hold.
+    pub max_offline_ads_per_host: usize,
+    /// `AERIE_COLLECTOR_MAX_TOMBSTONES`: invalidations remembered at most (the oldest are
+    /// forgotten first).
+    pub max_tombstones: usize,
 }
 
 impl Default for CollectorParams {
@@ -86,6 +97,10 @@ impl Default for CollectorParams {
             absent_expire_ads_after: 2_592_000,
             expire_invalidated_ads: false,
             max_ad_size: 1_048_576,
+            max_ad_lifetime: 7 * 86400,
+            max_offline_ads: 10_000,
+            max_offline_ads_per_host: 64,
+            max_tombstones: 1_000_000,
         }
     }
 }
@@ -108,6 +123,12 @@ impl CollectorParams {
                     max,
                 )
                 .map(|d| d.as_secs() as i64)
+                .map_err(|e| e.to_string())
+        };
+        let count = |name: &str, fallback: usize| {
+            knobs
+                .count(name, None, fallback as u64, 1, 100_000_000)
+                .map(|n| n as usize)
                 .map_err(|e| e.to_string())
         };
         let max = knobs
@@ -135,6 +156,18 @@ impl CollectorParams {
                 .map_err(|e| format!("EXPIRE_INVALIDATED_ADS: {e}"))?
                 .unwrap_or(d.expire_invalidated_ads),
             max_ad_size: max as usize,
+            max_ad_lifetime: secs(
+                "AERIE_COLLECTOR_MAX_AD_LIFETIME",
+                d.max_ad_lifetime,
+                1,
+                3650 * day,
+            )?,
+            max_offline_ads: count("AERIE_COLLECTOR_MAX_OFFLINE_ADS", d.max_offline_ads)?,
+            max_offline_ads_per_host: count(
+                "AERIE_COLLECTOR_MAX_OFFLINE_ADS_PER_HOST",
+                d.max_offline_ads_per_host,
+            )?,
+            max_tombstones: count("AERIE_COLLECTOR_MAX_TOMBSTONES", d.max_tombstones)?,
         })
     }
 }
@@ -398,6 +431,17 @@ impl AdTable {
     ) -> Result<Option<(AdKey, Update)>, AdError> {
         let key = validate(&ad)?;
         let lifetime = match ad.eval_attr(LIFETIME_ATTR) {
+            Value::Int(n) if n > self.params.max_ad_lifetime => {
+                return Err(AdError {
+                    ad: key.name,
+                    attribute: Some(LIFETIME_ATTR.into()),
+                    reason: format!(
+                        "{n} seconds is longer than this collector keeps an ad without an \
+                         update ({} s, AERIE_COLLECTOR_MAX_AD_LIFETIME)",
+                        self.params.max_ad_lifetime
+                    ),
+                })
+            }
             Value::Int(n) if n > 0 => n,
             Value::Undefined => self.params.classad_lifetime,
             Value::Int(_) => self.params.classad_lifetime,
@@ -421,10 +465,13 @@ impl AdTable {
             }
             Source::Local => self.local_version(&key, version),
         };
+        let offline = matches!(ad.eval_attr("Offline"), Value::Bool(true));
+        if offline {
+            self.check_offline_quota(&key)?;
+        }
         self.tombstones.remove(&key);
         let private = split_private(&mut ad);
         ad.shrink_to_fit();
-        let offline = matches!(ad.eval_attr("Offline"), Value::Bool(true));
         let hidden_since = offline.then_some(version.time);
         let text_hash = if offline { None } else { text_hash };
         if let Some(old) = self.ads.get(&key).and_then(|e| e.text_hash) {
@@ -725,6 +772,39 @@ impl AdTable {
             self.remove(&k);
         }
         bad
+    }
+
+    /// Refuses a new offline ad beyond the quotas (a refresh of one already held passes).
+    fn check_offline_quota(&self, key: &AdKey) -> Result<(), AdError> {
+        if self.ads.get(key).is_some_and(|e| e.offline) {
+            return Ok(());
+        }
+        let (mut all, mut same_host) = (0, 0);
+        for (k, e) in &self.ads {
+            if e.offline {
+                all += 1;
+                same_host += usize::from(k.host() == key.host());
+            }
+        }
+        let refuse = |why: String| AdError {
+            ad: key.name.clone(),
+            attribute: Some("Offline".into()),
+            reason: why,
+        };
+        if all >= self.params.max_offline_ads {
+            return Err(refuse(format!(
+                "this collector holds {all} offline ads already, its bound \
+                 (AERIE_COLLECTOR_MAX_OFFLINE_ADS)"
+            )));
+        }
+        if same_host >= self.params.max_offline_ads_per_host {
+            return Err(refuse(format!(
+                "host {:?} has {same_host} offline ads already, its bound \
+                 (AERIE_COLLECTOR_MAX_OFFLINE_ADS_PER_HOST)",
+                key.host()
+            )));
+        }
+        Ok(())
     }
 
     /// Drops a hidden ad (the leader removed it from the replicated state).

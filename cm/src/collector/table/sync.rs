@@ -167,11 +167,31 @@ impl AdTable {
         version
     }
 
+    /// How many invalidations are remembered.
+    pub fn tombstone_count(&self) -> usize {
+        self.tombstones.len()
+    }
+
     /// Records that `key` was invalidated under `version` (the newest invalidation wins), so
     /// an older copy relayed or digested later does not bring the ad back.
     pub(super) fn bury(&mut self, key: &AdKey, version: Version) {
         let t = self.tombstones.entry(key.clone()).or_default();
         *t = (*t).max(version);
+        if self.tombstones.len() > self.params.max_tombstones {
+            self.forget_oldest_tombstones();
+        }
+    }
+
+    /// Over the bound (a flood of invalidations, relayed ones for keys never held among
+    /// them), forgets the oldest tenth of the tombstones at once, so the cost of the sort is
+    /// shared by many invalidations.
+    fn forget_oldest_tombstones(&mut self) {
+        let mut times: Vec<Version> = self.tombstones.values().copied().collect();
+        let last = times.len() - 1;
+        let cut = (times.len() / 10 + (times.len() - self.params.max_tombstones)).min(last);
+        times.select_nth_unstable(cut);
+        let limit = times[cut];
+        self.tombstones.retain(|_, v| *v > limit);
     }
 
     /// Forgets the tombstones older than twice `CLASSAD_LIFETIME` at `now`.

@@ -462,3 +462,80 @@ fn offline_ads_are_hidden_until_asked_for() {
         "Raft replicates hidden ads, not the digest"
     );
 }
+
+/// Issue 13.8: what makes a table grow for ever is refused or bounded, with reasons.
+#[test]
+fn lifetimes_offline_ads_and_tombstones_are_bounded() {
+    let mut t = AdTable::new(CollectorParams {
+        max_ad_lifetime: 3600,
+        max_offline_ads: 3,
+        max_offline_ads_per_host: 2,
+        max_tombstones: 100,
+        ..CollectorParams::default()
+    });
+    // An ad that would never expire.
+    let e = t
+        .advertise_text(
+            &format!(
+                "{}ClassAdLifetime = 999999999\n",
+                slot("s@a", "Unclaimed", 1)
+            ),
+            T0,
+        )
+        .unwrap_err();
+    assert_eq!(e.attribute.as_deref(), Some("ClassAdLifetime"));
+    assert!(e.reason.contains("AERIE_COLLECTOR_MAX_AD_LIFETIME"), "{e}");
+    assert!(t
+        .advertise_text(
+            &format!("{}ClassAdLifetime = 3600\n", slot("s@a", "Unclaimed", 1)),
+            T0
+        )
+        .is_ok());
+    // A string lifetime is named as what it is.
+    let e = t
+        .advertise_text(
+            &format!(
+                "{}ClassAdLifetime = \"long\"\n",
+                slot("s@a", "Unclaimed", 1)
+            ),
+            T0,
+        )
+        .unwrap_err();
+    assert!(e.reason.contains("the string \"long\""), "{e}");
+    // Offline ads: two per host, three in all; a refresh of one held always passes.
+    let offline = |name: &str, ip: &str| {
+        format!(
+            "{}Offline = true\nMyAddress = \"<{ip}:9618>\"\n",
+            slot(name, "Unclaimed", 1)
+        )
+    };
+    for n in ["o1@h", "o2@h"] {
+        t.advertise_text(&offline(n, "10.0.0.1"), T0)
+            .expect("within quota");
+    }
+    let e = t
+        .advertise_text(&offline("o3@h", "10.0.0.1"), T0)
+        .unwrap_err();
+    assert!(e.reason.contains("PER_HOST"), "{e}");
+    assert!(t
+        .advertise_text(&offline("o1@h", "10.0.0.1"), T0 + 1)
+        .is_ok());
+    t.advertise_text(&offline("o4@g", "10.0.0.2"), T0)
+        .expect("another host");
+    let e = t
+        .advertise_text(&offline("o5@f", "10.0.0.3"), T0)
+        .unwrap_err();
+    assert!(e.reason.contains("AERIE_COLLECTOR_MAX_OFFLINE_ADS"), "{e}");
+    // Relayed invalidations of keys never held: remembered, but not without bound.
+    for i in 0..1000 {
+        let key = AdKey::new(AdType::Machine, format!("gone{i}@x"), "10.9.9.9");
+        let v = Version {
+            time: T0 + i,
+            seq: 1,
+            origin: 2,
+        };
+        t.apply_relayed_invalidate(&key, v, T0 + i);
+    }
+    assert!(t.tombstone_count() <= 100, "{}", t.tombstone_count());
+    assert!(t.tombstone_count() >= 80);
+}
