@@ -49,6 +49,8 @@ pub struct Node {
     pub args: Vec<String>,
     /// The running process, `None` while stopped.
     pub child: Option<Child>,
+    /// Environment of this node only, over the cluster's (`None` unsets a variable).
+    pub env: Vec<(String, Option<String>)>,
 }
 
 /// A set of CM processes; dropping it kills them all.
@@ -150,6 +152,7 @@ impl Cluster {
                     data_dir,
                     args,
                     child: None,
+                    env: Vec::new(),
                 },
             );
             c.spawn(*id)?;
@@ -178,6 +181,7 @@ impl Cluster {
                 data_dir,
                 args,
                 child: None,
+                env: Vec::new(),
             },
         );
         self.spawn(id)?;
@@ -204,6 +208,12 @@ impl Cluster {
             .stderr(Stdio::from(log));
         for (k, v) in env {
             cmd.env(k, v);
+        }
+        for (k, v) in &node.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
         }
         let child = cmd.spawn().with_context(|| {
             format!(
@@ -235,6 +245,14 @@ impl Cluster {
             .filter(|n| n.child.is_some())
             .map(|n| (n.id, n.addr.clone()))
             .collect()
+    }
+
+    /// Sets (or with `None` unsets) an environment variable of node `id` for its next start.
+    pub fn set_node_env(&mut self, id: u64, key: &str, value: Option<&str>) {
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.env.retain(|(k, _)| k != key);
+            n.env.push((key.to_string(), value.map(str::to_string)));
+        }
     }
 
     /// `SIGSTOP`: the node freezes (no heartbeats, no answers) until [`Cluster::resume`].

@@ -7,7 +7,7 @@ use aerie_core::accountant::{AccountantCommand, AccountantParams, Usage};
 use aerie_core::admin::{
     AdsQuery, CyclesQuery, NegotiatorQuery, PolicyQuery, StateQuery, SummaryQuery, UserprioQuery,
 };
-use aerie_core::state::{Command, CycleRecord, DrainRequest, Quota};
+use aerie_core::state::{AdPut, AdRef, Command, CycleRecord, DrainRequest, Quota, FEATURE_VERSION};
 use aerie_tests::*;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -29,6 +29,9 @@ fn kind(c: &Command) -> &'static str {
         Command::RecordCycle(_) => "record_cycle",
         Command::SetNegotiatorPaused { .. } => "set_negotiator_paused",
         Command::RequestCycle => "request_cycle",
+        Command::SetFeatureVersion { .. } => "set_feature_version",
+        Command::PutAds { .. } => "put_ads",
+        Command::RemoveAds { .. } => "remove_ads",
     }
 }
 
@@ -233,6 +236,46 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         .await
         .expect("ads")
         .is_empty());
+    // The batched forms, once the cluster runs feature version 2 (every CM here does: the
+    // leader raises it by itself; setting it again to the same version is accepted).
+    send(Command::SetFeatureVersion {
+        version: FEATURE_VERSION,
+    })
+    .await;
+    assert_eq!(
+        query_retry(&r, StateQuery, within)
+            .await
+            .expect("state")
+            .feature_version,
+        FEATURE_VERSION
+    );
+    let rack: Vec<AdPut> = (0..3)
+        .map(|i| AdPut {
+            ad_type: "Machine".into(),
+            name: format!("slot1@r{i}"),
+            text: format!("[ MyType = \"Machine\"; Name = \"slot1@r{i}\"; Absent = true ]"),
+            time: now,
+        })
+        .collect();
+    send(Command::PutAds { ads: rack.clone() }).await;
+    assert_eq!(
+        query_retry(&r, AdsQuery, within).await.expect("ads")["Machine"].len(),
+        3
+    );
+    send(Command::RemoveAds {
+        ads: rack
+            .iter()
+            .map(|a| AdRef {
+                ad_type: a.ad_type.clone(),
+                name: a.name.clone(),
+            })
+            .collect(),
+    })
+    .await;
+    assert!(query_retry(&r, AdsQuery, within)
+        .await
+        .expect("ads")
+        .is_empty());
 
     // The negotiation's controls and records.
     let record = CycleRecord {
@@ -291,6 +334,9 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         "record_cycle",
         "set_negotiator_paused",
         "request_cycle",
+        "set_feature_version",
+        "put_ads",
+        "remove_ads",
     ]
     .into_iter()
     .collect();

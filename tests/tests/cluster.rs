@@ -534,7 +534,15 @@ async fn peer_messages_of_another_cluster_are_refused() {
     wait_leader(&c.running(), LEADER_WAIT)
         .await
         .expect("leader");
-    let mut client = RaftClient::new(channel(&c.addr(1)));
+    // Node 1 may still be joining the cluster as it forms: wait until it belongs to it.
+    let a1 = c.addr(1);
+    eventually("node 1 is admitted", Duration::from_secs(20), || {
+        let a = a1.clone();
+        async move { Ok((status(&a).await?.cluster_id == "prod-a").then_some(())) }
+    })
+    .await
+    .expect("admitted");
+    let mut client = RaftClient::new(channel(&a1));
     let send = |cluster_id: &str| RaftRequest {
         version: 1,
         data: b"{}".to_vec(),
@@ -562,4 +570,65 @@ async fn peer_messages_of_another_cluster_are_refused() {
             assert!(reply.error.contains(want), "{id:?}: {}", reply.error);
         }
     }
+}
+
+/// Issue 13.14: a rolling upgrade. The CMs start as "old" binaries (feature version 1, which
+/// `AERIE_MAX_FEATURE_VERSION` stands in for) and are upgraded one at a time; while any of them
+/// is old the cluster keeps feature version 1 and refuses the new commands (the same way on
+/// every replica), and once the last runs the new binary the leader raises the version by
+/// itself and the new commands apply. Writes go on throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_upgrade_turns_new_commands_on_once_every_cm_supports_them() {
+    use aerie_core::admin::StateQuery;
+    use aerie_core::state::AdPut;
+    let mut c = start(3, &[("AERIE_MAX_FEATURE_VERSION", "1")]);
+    wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let all = addrs(&c);
+    let batch = Command::PutAds {
+        ads: vec![AdPut {
+            ad_type: "Machine".into(),
+            name: "slot1@r1".into(),
+            text: "[ MyType = \"Machine\"; Name = \"slot1@r1\"; Absent = true ]".into(),
+            time: unix_now(),
+        }],
+    };
+    let feature = |a: String| async move {
+        query(&a, StateQuery, false)
+            .await
+            .map(|s| s.feature_version)
+    };
+    for (i, id) in c.ids().into_iter().enumerate() {
+        let r = write_retry(&all, &batch, Duration::from_secs(10)).await;
+        assert!(
+            r.as_ref()
+                .is_err_and(|e| e.to_string().contains("feature version 2")),
+            "before upgrading node {id}: {r:?}"
+        );
+        assert_eq!(feature(all[0].clone()).await.expect("state"), 1);
+        c.set_node_env(id, "AERIE_MAX_FEATURE_VERSION", None);
+        c.stop(id);
+        c.restart(id).expect("restart");
+        wait_leader(&c.running(), LEADER_WAIT)
+            .await
+            .expect("leader");
+        write_retry(
+            &all,
+            &set_limit(&format!("up{i}"), 1.0),
+            Duration::from_secs(20),
+        )
+        .await
+        .expect("writes go on");
+    }
+    eventually("feature version 2", Duration::from_secs(30), || {
+        let a = all[0].clone();
+        async move { Ok((feature(a).await? == 2).then_some(())) }
+    })
+    .await
+    .expect("raised");
+    let r = write_retry(&all, &batch, Duration::from_secs(10))
+        .await
+        .expect("the batch applies");
+    assert!(r.ok, "{}", r.error);
 }

@@ -52,6 +52,13 @@ pub fn status(s: &AdminService) -> pb::StatusReply {
         members,
         has_leader: m.current_leader.is_some(),
         cluster_id: s.cluster.get().unwrap_or_default(),
+        feature_version: crate::leader::features::supported(),
+        cluster_feature_version: s
+            .state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .state
+            .feature_version,
     }
 }
 
@@ -125,8 +132,27 @@ async fn add_here(
     } else {
         membership.nodes().map(|(id, _)| *id).max().unwrap_or(0) + 1
     };
-    // The new CM takes part in no cluster until admitted to this one.
+    // The new CM takes part in no cluster until admitted to this one, and only if it can
+    // apply every command the cluster may carry.
     admit_remote(s, &req.addr, id).await?;
+    let cluster_version = s
+        .state
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .state
+        .feature_version;
+    let theirs = crate::leader::features::supported_by(&req.addr)
+        .await
+        .map_err(|e| {
+            AdminError::Failed(format!("asking the CM at {} its version: {e}", req.addr))
+        })?;
+    if theirs < cluster_version {
+        return Err(AdminError::BadRequest(format!(
+            "bad value: the CM at {} supports feature version {theirs}, the cluster runs \
+             {cluster_version}: upgrade it first",
+            req.addr
+        )));
+    }
     let node = Node {
         addr: req.addr.clone(),
     };

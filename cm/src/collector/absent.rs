@@ -7,10 +7,10 @@
 //! (received directly or relayed) is newer than the stored ad, and `RemoveAd` after
 //! `ABSENT_EXPIRE_ADS_AFTER` (never when 0). Every CM mirrors the replicated ads into its
 //! table ([`spawn_mirror`], [`AdTable::sync_replicated`]), so `condor_status -absent` gives the
-//! same answer on any CM, also right after a full-cluster restart. A hidden ad a follower
-//! found that the leader has not committed stays visible for [`PENDING_GRACE`] seconds, long
-//! enough for the leader's own sweep, and is then dropped.
-use super::service::{unix_now, SharedTable};
+//! same answer on any CM, also right after a full-cluster restart. A hidden ad found here and
+//! not committed yet is kept, and proposed by whichever CM leads next, however long the
+//! cluster goes without a leader: a rack going down during an election is not forgotten.
+use super::service::SharedTable;
 use super::{AdKey, AdTable, ReplicatedAd};
 use aerie_core::state::{AdRecord, Command};
 use std::collections::{BTreeMap, HashSet};
@@ -18,9 +18,6 @@ use std::time::Duration;
 
 /// The bucket of `PoolState.ads` holding offline ads (absent ads go under their `MyType`).
 pub const OFFLINE_BUCKET: &str = "Offline";
-
-/// Seconds a hidden ad not yet committed by the leader is kept by the CM that found it.
-pub const PENDING_GRACE: i64 = 30;
 
 /// The replicated ads: bucket -> record name -> record (`PoolState.ads`).
 pub type Replicated = BTreeMap<String, BTreeMap<String, AdRecord>>;
@@ -48,7 +45,9 @@ pub fn replicated_ads(r: &Replicated) -> Vec<ReplicatedAd<'_>> {
     r.iter()
         .flat_map(|(b, m)| {
             let offline = b == OFFLINE_BUCKET;
-            m.values().map(move |rec| ReplicatedAd {
+            m.iter().map(move |(name, rec)| ReplicatedAd {
+                bucket: b,
+                name,
                 text: &rec.text,
                 time: rec.time,
                 offline,
@@ -62,7 +61,7 @@ pub fn replicated_ads(r: &Replicated) -> Vec<ReplicatedAd<'_>> {
 pub fn plan(table: &AdTable, replicated: &Replicated, now: i64) -> Vec<Command> {
     let mut out = Vec::new();
     let expire_after = table.params().absent_expire_ads_after;
-    // 1. Hidden ads found here (not mirrored from the replicated state), still fresh.
+    // 1. Hidden ads found here (not mirrored from the replicated state), however old.
     for h in table.hidden() {
         if h.replicated {
             continue;
@@ -71,7 +70,7 @@ pub fn plan(table: &AdTable, replicated: &Replicated, now: i64) -> Vec<Command> 
         let name = record_name(&h.key);
         let held = replicated.get(&b).and_then(|m| m.get(&name));
         let differs = !matches!(held, Some(r) if r.text == h.text && r.time == h.since);
-        if differs && now.saturating_sub(h.since) <= PENDING_GRACE {
+        if differs {
             out.push(Command::PutAd {
                 ad_type: b,
                 name,
@@ -84,7 +83,12 @@ pub fn plan(table: &AdTable, replicated: &Replicated, now: i64) -> Vec<Command> 
     let mut removing = HashSet::new();
     for (b, m) in replicated {
         for (name, rec) in m {
-            let back = key_of(&rec.text)
+            // The key as mirrored (parsing the record only if it is not mirrored yet).
+            let key = match table.mirrored_key(b, name) {
+                Some(k) => Some(k.clone()),
+                None => key_of(&rec.text),
+            };
+            let back = key
                 .and_then(|k| table.live_updated(&k))
                 .is_some_and(|updated| updated >= rec.time);
             let expired = b != OFFLINE_BUCKET
@@ -126,7 +130,7 @@ pub fn spawn_mirror(
                 .ads
                 .clone();
             let mut t = table.write().unwrap_or_else(|p| p.into_inner());
-            for bad in t.sync_replicated(&replicated_ads(&replicated), unix_now() - PENDING_GRACE) {
+            for bad in t.sync_replicated(&replicated_ads(&replicated)) {
                 // Once per distinct problem, not every sweep.
                 if reported.insert(bad.clone()) {
                     tracing::warn!(error = %bad, "a replicated absent/offline ad cannot be read");

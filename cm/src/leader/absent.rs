@@ -6,7 +6,10 @@ use super::Leader;
 use crate::collector::absent::{plan, Replicated};
 use crate::collector::service::unix_now;
 use crate::raft::propose::propose;
-use aerie_core::state::Command;
+use aerie_core::state::{AdPut, AdRef, Command};
+
+/// The most records in one batched command: a few megabytes of log entry at most.
+const BATCH: usize = 1000;
 
 /// Runs the sweeps of `term` until this CM no longer leads it.
 pub(super) async fn commit_while_leading(l: &Leader, term: u64) {
@@ -28,6 +31,14 @@ pub(super) async fn commit_while_leading(l: &Leader, term: u64) {
             let t = l.table.read().unwrap_or_else(|p| p.into_inner());
             plan(&t, &replicated, unix_now())
         };
+        let batched = l
+            .state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .state
+            .feature_version
+            >= Command::PutAds { ads: Vec::new() }.required_feature();
+        let cmds = if batched { batch(cmds) } else { cmds };
         for cmd in cmds {
             if !l.leadership.leads(term) {
                 return;
@@ -37,6 +48,8 @@ pub(super) async fn commit_while_leading(l: &Leader, term: u64) {
                 Command::PutAd { ad_type, name, .. } | Command::RemoveAd { ad_type, name } => {
                     (ad_type.clone(), name.clone())
                 }
+                Command::PutAds { ads } => (String::new(), format!("{} ads", ads.len())),
+                Command::RemoveAds { ads } => (String::new(), format!("{} ads", ads.len())),
                 _ => (String::new(), String::new()),
             };
             match propose(l.leadership.raft(), cmd, l.knobs.ap_timeout * 2).await {
@@ -54,5 +67,70 @@ pub(super) async fn commit_while_leading(l: &Leader, term: u64) {
                 }
             }
         }
+    }
+}
+
+/// The single `PutAd`/`RemoveAd` commands as a few `PutAds`/`RemoveAds` (cluster feature
+/// version 2): a rack of slots going absent is one commit.
+fn batch(cmds: Vec<Command>) -> Vec<Command> {
+    let (mut puts, mut removes) = (Vec::new(), Vec::new());
+    for c in cmds {
+        match c {
+            Command::PutAd {
+                ad_type,
+                name,
+                text,
+                time,
+            } => puts.push(AdPut {
+                ad_type,
+                name,
+                text,
+                time,
+            }),
+            Command::RemoveAd { ad_type, name } => removes.push(AdRef { ad_type, name }),
+            _ => {}
+        }
+    }
+    let mut out: Vec<Command> = puts
+        .chunks(BATCH)
+        .map(|c| Command::PutAds { ads: c.to_vec() })
+        .collect();
+    out.extend(
+        removes
+            .chunks(BATCH)
+            .map(|c| Command::RemoveAds { ads: c.to_vec() }),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_commands_become_batches_of_at_most_a_thousand() {
+        let puts = (0..2500).map(|i| Command::PutAd {
+            ad_type: "Machine".into(),
+            name: format!("slot{i}@rack7"),
+            text: String::new(),
+            time: 1,
+        });
+        let removes = (0..3).map(|i| Command::RemoveAd {
+            ad_type: "Machine".into(),
+            name: format!("old{i}"),
+        });
+        let out = batch(puts.chain(removes).collect());
+        let sizes: Vec<(&str, usize)> = out
+            .iter()
+            .map(|c| match c {
+                Command::PutAds { ads } => ("put", ads.len()),
+                Command::RemoveAds { ads } => ("remove", ads.len()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            sizes,
+            vec![("put", 1000), ("put", 1000), ("put", 500), ("remove", 3)]
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! The duties of a term, each ending by itself once the CM no longer leads it:
 //! * [`params`]: commit the accountant parameters of the configuration file when the
 //!   replicated ledger's differ (once per term);
+//! * [`features`]: raise the cluster's feature version once every member supports it;
 //! * [`absent`]: commit absent and offline ads the collector found, and remove them when the
 //!   machine is back or they expire, so they survive any crash;
 //! * [`driver`]: the negotiation cycles, every `NEGOTIATOR_INTERVAL` or on `cycle-now`
@@ -33,6 +34,7 @@
 pub mod absent;
 mod cycle;
 mod driver;
+pub mod features;
 pub mod grants;
 pub mod knobs;
 pub mod negotiator_ad;
@@ -135,6 +137,7 @@ async fn run(l: Arc<Leader>) {
         tracing::info!(term, "leader: negotiation starts");
         tokio::join!(
             params::sync(&l, term),
+            features::raise(&l, term),
             absent::commit_while_leading(&l, term),
             driver::cycles(&l, term, &mut timing),
         );

@@ -10,6 +10,15 @@ use serde::{Deserialize, Serialize};
 /// The command encoding this binary writes.
 pub const COMMAND_VERSION: u32 = 1;
 
+/// The newest cluster feature version this binary supports. New kinds of commands come with a
+/// new feature version and are proposed only once the cluster has committed it
+/// ([`Command::SetFeatureVersion`]), which its leader does only when every member says it
+/// supports it: so during a rolling upgrade no replica meets a command it cannot decode (it
+/// would stop applying the log) or applies one its peers refuse (the replicas would diverge).
+///
+/// 1: the commands up to `RequestCycle`. 2: `SetFeatureVersion`, `PutAds`, `RemoveAds`.
+pub const FEATURE_VERSION: u32 = 2;
+
 /// One log entry's application data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
@@ -97,6 +106,45 @@ pub enum Command {
     },
     /// Ask the leader for a negotiation cycle now (`cmctl negotiator cycle-now`).
     RequestCycle,
+    /// Raise the cluster's feature version (never lowers it): committed by the leader once
+    /// every member supports `version`.
+    SetFeatureVersion {
+        /// The new feature version.
+        version: u32,
+    },
+    /// Store many absent or offline ads in one entry (a rack going down is one commit, not
+    /// thousands). Feature version 2.
+    PutAds {
+        /// The ads, each as `PutAd` gives one.
+        ads: Vec<AdPut>,
+    },
+    /// Drop many stored ads in one entry; names not held are skipped. Feature version 2.
+    RemoveAds {
+        /// The ads, by bucket and name.
+        ads: Vec<AdRef>,
+    },
+}
+
+/// One absent or offline ad to store (see [`Command::PutAd`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdPut {
+    /// The bucket: the ad's `MyType` for an absent ad, `Offline` for an offline one.
+    pub ad_type: String,
+    /// The record name (the ad's `Name`, and its address when it has one).
+    pub name: String,
+    /// The ad in new ClassAd syntax.
+    pub text: String,
+    /// When it went absent or offline (leader time, Unix seconds).
+    pub time: i64,
+}
+
+/// A stored absent or offline ad, by bucket and record name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdRef {
+    /// The bucket.
+    pub ad_type: String,
+    /// The record name.
+    pub name: String,
 }
 
 impl Command {
@@ -115,6 +163,17 @@ impl Command {
             Command::RecordCycle(_) => "record_cycle",
             Command::SetNegotiatorPaused { .. } => "set_negotiator_paused",
             Command::RequestCycle => "request_cycle",
+            Command::SetFeatureVersion { .. } => "set_feature_version",
+            Command::PutAds { .. } => "put_ads",
+            Command::RemoveAds { .. } => "remove_ads",
+        }
+    }
+
+    /// The cluster feature version a command needs (see [`FEATURE_VERSION`]).
+    pub fn required_feature(&self) -> u32 {
+        match self {
+            Command::PutAds { .. } | Command::RemoveAds { .. } => 2,
+            _ => 1,
         }
     }
 }

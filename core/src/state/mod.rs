@@ -11,7 +11,10 @@ mod command;
 mod overlay;
 mod policy;
 
-pub use command::{Command, CommandResponse, CommandResult, Request, COMMAND_VERSION};
+pub use command::{
+    AdPut, AdRef, Command, CommandResponse, CommandResult, Request, COMMAND_VERSION,
+    FEATURE_VERSION,
+};
 pub use overlay::overlay_policy;
 pub use policy::{
     AdRecord, CycleRecord, DrainRequest, GroupPolicy, NegotiatorControl, Quota, MAX_CYCLE_RECORDS,
@@ -50,6 +53,13 @@ pub struct PoolState {
     /// Number of commands applied (refused ones included), a cheap convergence check.
     #[serde(default)]
     pub applied_commands: u64,
+    /// The cluster's feature version: the commands it may carry (see [`FEATURE_VERSION`]).
+    #[serde(default = "first_feature_version")]
+    pub feature_version: u32,
+}
+
+fn first_feature_version() -> u32 {
+    1
 }
 
 impl Default for PoolState {
@@ -71,6 +81,7 @@ impl PoolState {
             negotiator: NegotiatorControl::default(),
             now: 0,
             applied_commands: 0,
+            feature_version: first_feature_version(),
         }
     }
 
@@ -95,6 +106,15 @@ impl PoolState {
     }
 
     fn apply_command(&mut self, cmd: &Command) -> Result<Option<CommandResult>, String> {
+        if cmd.required_feature() > self.feature_version {
+            return Err(format!(
+                "{} needs cluster feature version {}; this cluster runs {} (every CM must \
+                 support it first)",
+                cmd.name(),
+                cmd.required_feature(),
+                self.feature_version
+            ));
+        }
         match cmd {
             Command::Noop => Ok(None),
             Command::Accountant(ac) => {
@@ -169,17 +189,54 @@ impl PoolState {
                 Ok(None)
             }
             Command::RemoveAd { ad_type, name } => {
-                let removed = self
-                    .ads
-                    .get_mut(ad_type)
-                    .and_then(|m| m.remove(name))
-                    .is_some();
-                if self.ads.get(ad_type).is_some_and(|m| m.is_empty()) {
-                    self.ads.remove(ad_type);
-                }
-                if !removed {
+                if !self.remove_ad(ad_type, name) {
                     return Err(format!("no {ad_type} ad named {name}"));
                 }
+                Ok(None)
+            }
+            Command::PutAds { ads } => {
+                // All or nothing: check every record before storing any.
+                if let Some(a) = ads
+                    .iter()
+                    .find(|a| a.ad_type.is_empty() || a.name.is_empty())
+                {
+                    return Err(format!(
+                        "an absent/offline ad needs an ad type and a name ({:?} {:?})",
+                        a.ad_type, a.name
+                    ));
+                }
+                for a in ads {
+                    self.ads.entry(a.ad_type.clone()).or_default().insert(
+                        a.name.clone(),
+                        AdRecord {
+                            text: a.text.clone(),
+                            time: a.time,
+                        },
+                    );
+                }
+                Ok(None)
+            }
+            Command::RemoveAds { ads } => {
+                for a in ads {
+                    self.remove_ad(&a.ad_type, &a.name);
+                }
+                Ok(None)
+            }
+            Command::SetFeatureVersion { version } => {
+                if *version > FEATURE_VERSION {
+                    return Err(format!(
+                        "feature version {version} is newer than this CM supports \
+                         ({FEATURE_VERSION})"
+                    ));
+                }
+                if *version < self.feature_version {
+                    return Err(format!(
+                        "feature version {version} is older than the cluster's ({}); it never \
+                         goes down",
+                        self.feature_version
+                    ));
+                }
+                self.feature_version = *version;
                 Ok(None)
             }
             Command::RecordCycle(rec) => {
@@ -210,6 +267,19 @@ impl PoolState {
                 }))
             }
         }
+    }
+
+    /// Drops one stored absent/offline ad (and its bucket once empty); whether it was held.
+    fn remove_ad(&mut self, bucket: &str, name: &str) -> bool {
+        let removed = self
+            .ads
+            .get_mut(bucket)
+            .and_then(|m| m.remove(name))
+            .is_some();
+        if self.ads.get(bucket).is_some_and(|m| m.is_empty()) {
+            self.ads.remove(bucket);
+        }
+        removed
     }
 
     /// Drops a group entry that no longer overrides anything.

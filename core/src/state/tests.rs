@@ -226,3 +226,50 @@ fn extreme_times_in_commands_never_panic() {
         .accumulated_usage
         .is_finite());
 }
+
+/// Issue 13.14: a command of a newer feature version is refused, the same way on every
+/// replica, until the cluster has committed that version; the version only goes up, and
+/// never beyond what this binary supports.
+#[test]
+fn new_commands_wait_for_the_cluster_feature_version() {
+    let mut s = PoolState::default();
+    assert_eq!(s.feature_version, 1);
+    let put = Command::PutAds {
+        ads: vec![AdPut {
+            ad_type: "Machine".into(),
+            name: "slot1@a".into(),
+            text: "[ Name = \"slot1@a\" ]".into(),
+            time: 10,
+        }],
+    };
+    let r = s.apply(&req(put.clone()));
+    assert!(!r.ok && r.error.contains("feature version 2"), "{r:?}");
+    assert!(s.ads.is_empty());
+    let r = s.apply(&req(Command::SetFeatureVersion {
+        version: FEATURE_VERSION + 1,
+    }));
+    assert!(!r.ok, "{r:?}");
+    assert!(s.apply(&req(Command::SetFeatureVersion { version: 2 })).ok);
+    assert!(s.apply(&req(put)).ok);
+    assert_eq!(s.ads["Machine"]["slot1@a"].time, 10);
+    assert!(!s.apply(&req(Command::SetFeatureVersion { version: 1 })).ok);
+    let r = s.apply(&req(Command::RemoveAds {
+        ads: vec![
+            AdRef {
+                ad_type: "Machine".into(),
+                name: "slot1@a".into(),
+            },
+            AdRef {
+                ad_type: "Machine".into(),
+                name: "never@held".into(),
+            },
+        ],
+    }));
+    assert!(r.ok, "{r:?}");
+    assert!(s.ads.is_empty());
+    // An old snapshot (no feature version) reads as version 1.
+    let mut j: serde_json::Value = serde_json::to_value(PoolState::default()).unwrap();
+    j.as_object_mut().unwrap().remove("feature_version");
+    let old: PoolState = serde_json::from_value(j).unwrap();
+    assert_eq!(old.feature_version, 1);
+}

@@ -260,6 +260,10 @@ pub struct HiddenAd {
 /// A replicated absent/offline ad to mirror into the table.
 #[derive(Clone, Debug)]
 pub struct ReplicatedAd<'a> {
+    /// The bucket it is stored in (`PoolState.ads`).
+    pub bucket: &'a str,
+    /// Its record name there.
+    pub name: &'a str,
     /// The ad as committed (a [`HiddenAd`]'s text).
     pub text: &'a str,
     /// When it became absent / was stored offline.
@@ -286,6 +290,9 @@ pub struct AdTable {
     /// Invalidated keys and the version of the invalidation, so a relayed or digested older
     /// copy does not bring the ad back. Kept for twice `CLASSAD_LIFETIME`.
     tombstones: BTreeMap<AdKey, Version>,
+    /// The replicated records mirrored into the table: (bucket, record name) -> the time
+    /// stored and the ad's key, so an unchanged record is not parsed again every sweep.
+    mirrored: HashMap<(String, String), (i64, AdKey)>,
     /// This CM's Raft id, stamped on the versions of updates it receives directly.
     origin_id: u64,
     /// Orders the updates this CM receives within one second.
@@ -689,6 +696,13 @@ impl AdTable {
             .collect()
     }
 
+    /// The key of the replicated record `name` of `bucket`, once it has been mirrored.
+    pub fn mirrored_key(&self, bucket: &str, name: &str) -> Option<&AdKey> {
+        self.mirrored
+            .get(&(bucket.to_string(), name.to_string()))
+            .map(|(_, k)| k)
+    }
+
     /// The live ad under `key` and its last update time, if live.
     pub fn live_updated(&self, key: &AdKey) -> Option<i64> {
         self.ads
@@ -699,17 +713,27 @@ impl AdTable {
 
     /// Makes the table's hidden ads agree with the replicated ones: each replicated ad is
     /// held (unless a live update for its key is at least as new: the machine is back), and
-    /// a hidden ad the replicated state does not hold is dropped once it is older than
-    /// `pending_until` (younger ones wait for the leader to commit them). Returns the keys
-    /// of replicated ads that could not be read back (bad text), for the log.
-    pub fn sync_replicated(
-        &mut self,
-        replicated: &[ReplicatedAd<'_>],
-        pending_until: i64,
-    ) -> Vec<String> {
+    /// a hidden ad that was committed and is no longer is dropped (the leader removed it). A
+    /// hidden ad found here that was never committed waits for the leader however long that
+    /// takes (an election, a partition), instead of being forgotten. Returns the keys of
+    /// replicated ads that could not be read back (bad text), for the log.
+    pub fn sync_replicated(&mut self, replicated: &[ReplicatedAd<'_>]) -> Vec<String> {
         let mut bad = Vec::new();
         let mut keep = std::collections::HashSet::new();
+        let mut seen = std::collections::HashSet::new();
         for r in replicated {
+            let id = (r.bucket.to_string(), r.name.to_string());
+            // An unchanged record already mirrored: nothing to parse.
+            if let Some((time, key)) = self.mirrored.get(&id) {
+                let held = self.ads.get(key).is_some_and(|e| {
+                    e.replicated && e.absent_since == Some(r.time) && e.offline == r.offline
+                });
+                if *time == r.time && held {
+                    keep.insert(key.clone());
+                    seen.insert(id);
+                    continue;
+                }
+            }
             let mut ad = match parse_one_ad(r.text, &mut self.lines) {
                 Ok(a) => a,
                 Err(e) => {
@@ -725,6 +749,8 @@ impl AdTable {
                 }
             };
             keep.insert(key.clone());
+            self.mirrored.insert(id.clone(), (r.time, key.clone()));
+            seen.insert(id);
             match self.ads.get(&key) {
                 Some(e) if e.absent_since.is_none() && e.updated() >= r.time => continue,
                 _ => {}
@@ -760,12 +786,11 @@ impl AdTable {
                 },
             );
         }
+        self.mirrored.retain(|id, _| seen.contains(id));
         let stale: Vec<AdKey> = self
             .ads
             .iter()
-            .filter(|(k, e)| {
-                e.absent_since.is_some_and(|s| s < pending_until) && !keep.contains(&**k)
-            })
+            .filter(|(k, e)| e.absent_since.is_some() && e.replicated && !keep.contains(&**k))
             .map(|(k, _)| AdKey::clone(k))
             .collect();
         for k in stale {
