@@ -187,13 +187,14 @@ fn version_from_pb(v: Option<&pb::AdVersion>) -> Version {
     .unwrap_or_default()
 }
 
-/// A relay item as the relay sends it (no text: an invalidation).
-pub fn item_to_pb(i: &RelayItem) -> pb::RelayedAd {
+/// A relay item as the relay sends it at `now` (no text: an invalidation), with its age.
+pub fn item_to_pb(i: &RelayItem, now: i64) -> pb::RelayedAd {
     pb::RelayedAd {
         key: Some(key_to_pb(&i.key)),
         version: Some(version_to_pb(i.version)),
         text: i.text.clone().unwrap_or_default(),
         invalidate: i.text.is_none(),
+        age_seconds: now.saturating_sub(i.heard).max(0),
     }
 }
 
@@ -234,7 +235,7 @@ pub fn apply_relayed(table: &SharedTable, ads: &[pb::RelayedAd]) -> pb::RelayRep
             }
             continue;
         }
-        match t.apply_relayed_text(&a.text, v, now) {
+        match t.apply_relayed_aged(&a.text, v, a.age_seconds, now) {
             Ok(Some(_)) => reply.applied += 1,
             Ok(None) => reply.stale += 1,
             Err(e) => {
@@ -428,7 +429,7 @@ async fn peer_worker(
             let n = items.len();
             let batch = pb::RelayBatch {
                 from_id: relay.id,
-                ads: items.iter().map(item_to_pb).collect(),
+                ads: items.iter().map(|i| item_to_pb(i, unix_now())).collect(),
             };
             match c.relay(batch).await {
                 Ok(_) => {
@@ -508,7 +509,7 @@ async fn exchange_digest(
             .wanted
             .iter()
             .filter_map(|k| t.relay_item(&key_from_pb(k)))
-            .map(|i| item_to_pb(&i))
+            .map(|i| item_to_pb(&i, unix_now()))
             .collect()
     };
     let pushed = wanted.len();
@@ -531,7 +532,11 @@ pub fn answer_digest(table: &SharedTable, req: &pb::DigestRequest) -> pb::Digest
         .unwrap_or_else(|p| p.into_inner())
         .diff_digest(&theirs);
     pb::DigestReply {
-        newer: diff.newer.iter().map(item_to_pb).collect(),
+        newer: diff
+            .newer
+            .iter()
+            .map(|i| item_to_pb(i, unix_now()))
+            .collect(),
         wanted: diff.wanted.iter().map(key_to_pb).collect(),
     }
 }

@@ -14,6 +14,7 @@ fn item(name: &str, time: i64) -> RelayItem {
             seq: 0,
             origin: 1,
         },
+        heard: time,
         text: Some(format!("t{time}")),
     }
 }

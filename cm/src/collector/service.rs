@@ -186,6 +186,7 @@ fn apply_batch(
                         relayed.push(RelayItem {
                             key,
                             version: v,
+                            heard: now,
                             text: Some(ad.text.clone()),
                         });
                     }

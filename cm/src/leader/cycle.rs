@@ -4,7 +4,7 @@ use super::grants::{build_grants, deliver, Delivery};
 use super::negotiator_ad::{negotiator_ad, negotiator_name, AdFacts};
 use super::requests::fetch_jobs;
 use super::snapshot::PoolSnapshot;
-use super::tick::claimed_usage;
+use super::tick::{claimed_usage, tick_time};
 use super::Leader;
 use crate::collector::service::unix_now;
 use crate::raft::leadership::ConfirmError;
@@ -85,7 +85,7 @@ impl Leader {
             (
                 a.state.negotiator.paused,
                 a.state.now,
-                a.state.accountant.last_tick().unwrap_or(i64::MIN),
+                a.state.accountant.last_tick(),
                 self.config.use_slot_weights,
             )
         };
@@ -103,7 +103,12 @@ impl Leader {
         }
 
         // 3. Charge usage up to now; time never runs backwards across leaders.
-        let now = unix_now().max(state_now).max(last_tick);
+        let max_step = (self.knobs.interval * 10).max(std::time::Duration::from_secs(600));
+        let (now, clock) = tick_time(unix_now(), state_now, last_tick, max_step.as_secs() as i64);
+        metrics::gauge!("aerie_negotiation_clock_offset_seconds").set(clock.offset as f64);
+        if let Some(w) = clock.warning {
+            tracing::warn!(term, cycle, offset_seconds = clock.offset, "{w}");
+        }
         let usage = claimed_usage(&snap.slots, use_slot_weights);
         match self
             .commit(Command::Accountant(AccountantCommand::Tick { now, usage }))
@@ -184,7 +189,9 @@ impl Leader {
         delivery.refused += undeliverable;
 
         // 8. The cycle record.
-        let end_time = unix_now().max(now);
+        // From the tick time and the elapsed time, not the wall clock: a clock jump must not
+        // carry the replicated time (and with it the next tick) along.
+        let end_time = now.saturating_add(started.elapsed().as_secs() as i64);
         let rejections = outcome
             .stats
             .get("LastNegotiationCycleRejections0")

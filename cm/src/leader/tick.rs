@@ -69,6 +69,45 @@ pub fn claimed_usage(slots: &[ClassAd], use_slot_weights: bool) -> Vec<Usage> {
         .collect()
 }
 
+/// What [`tick_time`] found of the leader's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clock {
+    /// The leader's clock minus the time the tick carries (seconds): positive when the clock
+    /// is ahead of the ledger (a jump forward), negative when behind.
+    pub offset: i64,
+    /// Why the clock was not taken as it is, for the log.
+    pub warning: Option<String>,
+}
+
+/// The time the next accountant tick carries: the leader's clock `wall`, never earlier than
+/// any committed time (`state_now`, the last tick), and never more than `max_step` seconds
+/// after the last tick. A clock that jumps a day forward therefore charges at most `max_step`
+/// per cycle (catching up over a few cycles, each interval charged at the usage of its own
+/// end) instead of a day at once followed by a day without accounting once it is set right.
+pub fn tick_time(wall: i64, state_now: i64, last_tick: Option<i64>, max_step: i64) -> (i64, Clock) {
+    let floor = last_tick.map_or(state_now, |t| t.max(state_now));
+    let now = match last_tick {
+        Some(last) if wall.saturating_sub(last) > max_step => last.saturating_add(max_step),
+        _ => wall,
+    }
+    .max(floor);
+    let offset = wall.saturating_sub(now);
+    let warning = if wall < floor {
+        Some(format!(
+            "the leader's clock is {} s behind the ledger's time: the tick keeps the ledger's",
+            floor.saturating_sub(wall)
+        ))
+    } else if now < wall {
+        Some(format!(
+            "the leader's clock is {offset} s ahead of the last tick: this tick charges at most \
+             {max_step} s (is a clock wrong?)"
+        ))
+    } else {
+        None
+    };
+    (now, Clock { offset, warning })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +174,33 @@ mod tests {
         let json = serde_json::to_string(&state).expect("encode");
         let back: PoolState = serde_json::from_str(&json).expect("the state reads back");
         assert_eq!(back, state);
+    }
+
+    /// Issue 13.10: a leader's clock a day ahead charges at most one step per cycle, and a
+    /// clock behind never takes the ledger back.
+    #[test]
+    fn the_tick_time_is_bounded_whatever_the_clock_says() {
+        let (t0, step) = (1_700_000_000, 600);
+        assert_eq!(tick_time(t0 + 60, t0, Some(t0), step).0, t0 + 60);
+        let (now, c) = tick_time(t0 + 86_400, t0, Some(t0), step);
+        assert_eq!(now, t0 + 600);
+        assert_eq!(c.offset, 86_400 - 600);
+        assert!(c.warning.unwrap().contains("ahead"));
+        let (now, c) = tick_time(t0 - 300, t0, Some(t0), step);
+        assert_eq!(now, t0);
+        assert!(c.warning.unwrap().contains("behind"));
+        // The first tick takes the clock as it is.
+        assert_eq!(
+            tick_time(t0, 0, None, step),
+            (
+                t0,
+                Clock {
+                    offset: 0,
+                    warning: None
+                }
+            )
+        );
+        // Extremes do not overflow.
+        assert_eq!(tick_time(i64::MAX, 0, Some(i64::MAX - 1), step).0, i64::MAX);
     }
 }

@@ -219,9 +219,13 @@ struct Entry {
     /// The private attributes (claim capabilities...), kept apart so no query can return
     /// them or probe them with a constraint; `None` when the ad had none.
     private: Option<ClassAd>,
-    /// Who received the last update, when and in which order. `version.time` is the last
-    /// update's time (Unix seconds) at its origin CM, so every CM expires the ad alike.
+    /// Who received the last update, when and in which order (last writer wins between CMs;
+    /// `version.time` is the origin CM's clock, used only for ordering).
     version: Version,
+    /// When this CM last heard of the ad, by its own clock (an update here, or a relayed one
+    /// minus its age): what expires it and what `LastHeardFrom` shows. Clocks of different
+    /// CMs are never compared, so a CM whose clock is off expires ads as the others do.
+    heard: i64,
     /// Seconds this ad lives without an update.
     lifetime: i64,
     /// When it became absent (or was stored offline): hidden from plain queries since.
@@ -236,9 +240,9 @@ struct Entry {
 }
 
 impl Entry {
-    /// The last update's time at its origin CM (what `LastHeardFrom` shows).
+    /// When this CM last heard of the ad (what `LastHeardFrom` shows).
     fn updated(&self) -> i64 {
-        self.version.time
+        self.heard
     }
 }
 
@@ -374,7 +378,7 @@ impl AdTable {
     /// before parsing, so an oversized ad costs nothing.
     pub fn advertise_text(&mut self, text: &str, now: i64) -> Result<(AdKey, Update), AdError> {
         let v = self.next_version(now);
-        self.ingest_text(text, v, Source::Local)
+        self.ingest_text(text, v, Source::Local { now })
             .and_then(|r| r.ok_or_else(|| not_stored(guess_name(text))))
     }
 
@@ -404,6 +408,7 @@ impl AdTable {
                         return Ok(None);
                     };
                     e.version = version;
+                    e.heard = source.heard();
                     return Ok(Some((AdKey::clone(key), Update::Unchanged)));
                 }
             }
@@ -425,7 +430,7 @@ impl AdTable {
             .as_str()
             .unwrap_or("<no Name>")
             .to_string();
-        self.store(ad, None, v, Source::Local)
+        self.store(ad, None, v, Source::Local { now })
             .and_then(|r| r.ok_or_else(|| not_stored(name)))
     }
 
@@ -464,13 +469,13 @@ impl AdTable {
             }
         };
         let version = match source {
-            Source::Relayed { now } => {
-                if !self.relayed_wins(&key, &ad, version, lifetime, now) {
+            Source::Relayed { .. } => {
+                if !self.relayed_wins(&key, &ad, version, lifetime, source) {
                     return Ok(None);
                 }
                 version
             }
-            Source::Local => self.local_version(&key, version),
+            Source::Local { .. } => self.local_version(&key, version),
         };
         let offline = matches!(ad.eval_attr("Offline"), Value::Bool(true));
         if offline {
@@ -495,6 +500,7 @@ impl AdTable {
             ad,
             private,
             version,
+            heard: source.heard(),
             lifetime,
             absent_since: hidden_since,
             offline,
@@ -554,10 +560,11 @@ impl AdTable {
             if let Some(e) = self.ads.get(&key) {
                 v.time = v.time.max(e.version.time);
             }
-            if self.invalidate_key(&key, v, Source::Local) {
+            if self.invalidate_key(&key, v, Source::Local { now }) {
                 out.push(RelayItem {
                     key,
                     version: v,
+                    heard: now,
                     text: None,
                 });
             }
@@ -574,7 +581,7 @@ impl AdTable {
         };
         if e.absent_since.is_some() {
             // Absent and offline ads belong to the replicated state, not to invalidations.
-            return matches!(source, Source::Local);
+            return matches!(source, Source::Local { .. });
         }
         if matches!(source, Source::Relayed { .. }) && version <= e.version {
             return false;
@@ -778,6 +785,7 @@ impl AdTable {
                         time: r.time,
                         ..Version::default()
                     },
+                    heard: r.time,
                     lifetime,
                     absent_since: Some(r.time),
                     offline: r.offline,

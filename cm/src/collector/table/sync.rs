@@ -34,6 +34,9 @@ pub struct RelayItem {
     pub key: AdKey,
     /// The version the change was stored under.
     pub version: Version,
+    /// When this CM last heard of the ad, by its own clock: the relay sends the ad's age
+    /// (now minus this), never this time, so CMs whose clocks disagree expire it alike.
+    pub heard: i64,
     /// The whole ad in old syntax, or `None` for an invalidation.
     pub text: Option<String>,
 }
@@ -64,13 +67,30 @@ pub struct DigestDiff {
 /// when newer than what is held.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Source {
-    /// Sent to this CM by a node (or a local call).
-    Local,
-    /// Relayed by another CM, received at `now`.
-    Relayed { now: i64 },
+    /// Sent to this CM by a node (or a local call), at `now` by this CM's clock.
+    Local { now: i64 },
+    /// Relayed by another CM, received at `now` (this CM's clock), `age` seconds after the
+    /// CM the node sent it to last heard of it (clocks are never compared).
+    Relayed { now: i64, age: i64 },
 }
 
 impl Source {
+    /// When, by this CM's clock, the ad was last heard of: what expires it here.
+    pub(super) fn heard(self) -> i64 {
+        match self {
+            Source::Local { now } => now,
+            Source::Relayed { now, age } => now.saturating_sub(age.max(0)),
+        }
+    }
+
+    /// How old the update is (0 for a local one).
+    fn age(self) -> i64 {
+        match self {
+            Source::Local { .. } => 0,
+            Source::Relayed { age, .. } => age.max(0),
+        }
+    }
+
     /// Last writer wins for an unchanged text over the live copy held (its version `held`,
     /// its lifetime `lifetime`): the version to store the refresh under, or `None` when a
     /// relayed copy is not newer than `held` or had already expired at its origin by `now`.
@@ -84,10 +104,8 @@ impl Source {
         lifetime: i64,
     ) -> Option<Version> {
         match self {
-            Source::Relayed { now } => {
-                (version > held && now.saturating_sub(version.time) <= lifetime).then_some(version)
-            }
-            Source::Local => Some(Version {
+            Source::Relayed { .. } => (version > held && self.age() <= lifetime).then_some(version),
+            Source::Local { .. } => Some(Version {
                 time: version.time.max(held.time),
                 ..version
             }),
@@ -139,9 +157,9 @@ impl AdTable {
         ad: &ClassAd,
         version: Version,
         lifetime: i64,
-        now: i64,
+        source: Source,
     ) -> bool {
-        if now.saturating_sub(version.time) > lifetime && !self.becomes_absent(&key.ad_type, ad) {
+        if source.age() > lifetime && !self.becomes_absent(&key.ad_type, ad) {
             return false;
         }
         if self.tombstones.get(key).is_some_and(|t| *t >= version) {
@@ -201,23 +219,35 @@ impl AdTable {
             .retain(|_, v| now.saturating_sub(v.time) <= keep);
     }
 
-    /// Stores an ad another CM relayed, if its version is newer than what is held (last
-    /// writer wins); `Ok(None)` when it is not (a duplicate or an older copy), or when it has
-    /// already expired at `now`.
+    /// Stores an ad another CM relayed, `age` seconds after that CM last heard of it, if its
+    /// version is newer than what is held (last writer wins); `Ok(None)` when it is not (a
+    /// duplicate or an older copy), or when it had already expired.
+    pub fn apply_relayed_aged(
+        &mut self,
+        text: &str,
+        version: Version,
+        age: i64,
+        now: i64,
+    ) -> Result<Option<(AdKey, Update)>, AdError> {
+        self.witness(version);
+        self.ingest_text(text, version, Source::Relayed { now, age })
+    }
+
+    /// [`AdTable::apply_relayed_aged`] for a sender whose clock agrees with this CM's (the
+    /// age is `now` minus the version's time).
     pub fn apply_relayed_text(
         &mut self,
         text: &str,
         version: Version,
         now: i64,
     ) -> Result<Option<(AdKey, Update)>, AdError> {
-        self.witness(version);
-        self.ingest_text(text, version, Source::Relayed { now })
+        self.apply_relayed_aged(text, version, now.saturating_sub(version.time), now)
     }
 
     /// Applies an invalidation relayed by another CM, if newer than the ad held.
     pub fn apply_relayed_invalidate(&mut self, key: &AdKey, version: Version, now: i64) -> bool {
         self.witness(version);
-        self.invalidate_key(key, version, Source::Relayed { now })
+        self.invalidate_key(key, version, Source::Relayed { now, age: 0 })
     }
 
     /// What to relay for `key`: the live ad's whole text (private attributes included, so
@@ -230,12 +260,14 @@ impl AdTable {
             return Some(RelayItem {
                 key: key.clone(),
                 version: e.version,
+                heard: e.heard,
                 text: Some(e.whole_text()),
             });
         }
         self.tombstones.get(key).map(|v| RelayItem {
             key: key.clone(),
             version: *v,
+            heard: v.time,
             text: None,
         })
     }

@@ -153,3 +153,37 @@ fn a_relayed_slot_expired_on_arrival_still_becomes_absent() {
         .unwrap()
         .is_none());
 }
+
+/// Issue 13.10: CMs whose clocks disagree by more than an ad's lifetime. A fresh ad relayed by
+/// a CM an hour behind is not dropped as expired, and one relayed by a CM an hour ahead does
+/// not outlive its lifetime here: the relay carries the ad's age, and each CM expires ads by
+/// its own clock.
+#[test]
+fn relayed_ads_expire_by_their_age_whatever_the_sender_clock() {
+    let sl = |name: &str, st: &str| slot(name, st, 1024);
+    let mut t = AdTable::new(params());
+    let behind = v(T0 - 3600, 1, 2);
+    assert!(t
+        .apply_relayed_aged(&sl("slow@a", "Unclaimed"), behind, 0, T0)
+        .unwrap()
+        .is_some());
+    let ahead = v(T0 + 3600, 1, 3);
+    assert!(t
+        .apply_relayed_aged(&sl("fast@a", "Unclaimed"), ahead, 0, T0)
+        .unwrap()
+        .is_some());
+    // Heard of 100 s ago at its origin: expires 100 s early here.
+    t.apply_relayed_aged(&sl("aged@a", "Unclaimed"), v(T0, 9, 2), 100, T0)
+        .unwrap();
+    assert_eq!(t.len(), 3);
+    let r = t.expire(T0 + 850);
+    assert_eq!(r.removed.len(), 1, "{r:?}");
+    let r = t.expire(T0 + 901);
+    assert_eq!(r.removed.len(), 2, "{r:?}");
+    assert!(t.is_empty());
+    // An ad older than its lifetime when it arrives is not stored at all.
+    assert!(t
+        .apply_relayed_aged(&sl("stale@a", "Unclaimed"), v(T0, 10, 2), 901, T0)
+        .unwrap()
+        .is_none());
+}
