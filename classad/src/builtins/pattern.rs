@@ -103,9 +103,61 @@ fn build_regex_for(p: &str, opts: &str, target: &str) -> Option<regex::Regex> {
     }
 }
 
+/// PCRE reads `{` as a literal unless a quantifier follows it exactly (`{n}`, `{n,}`,
+/// `{n,m}`): `a{`, `{x}` and `x{ 2}` match themselves there, and are an error or a
+/// quantifier for Rust's regex, so such braces are escaped.
+fn pcre_braces(p: &str) -> std::borrow::Cow<'_, str> {
+    if !p.contains('{') {
+        return std::borrow::Cow::Borrowed(p);
+    }
+    let b = p.as_bytes();
+    let quantifier = |i: usize| {
+        let digits = |mut j: usize| {
+            let start = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            (j > start, j)
+        };
+        let (some, mut j) = digits(i + 1);
+        if !some {
+            return false;
+        }
+        if j < b.len() && b[j] == b',' {
+            j = digits(j + 1).1;
+        }
+        j < b.len() && b[j] == b'}'
+    };
+    let mut out = String::with_capacity(p.len() + 4);
+    let mut in_class = false;
+    let mut chars = p.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some((_, n)) = chars.next() {
+                    out.push(n);
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            '{' if !in_class && !quantifier(i) => out.push_str("\\{"),
+            _ => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A regex for a pattern with PCRE's option letters.
 pub(super) fn build_regex(p: &str, opts: &str) -> Option<regex::Regex> {
-    let mut b = regex::RegexBuilder::new(p);
+    let p = pcre_braces(p);
+    let mut b = regex::RegexBuilder::new(&p);
     b.case_insensitive(opts.contains('i'))
         .multi_line(opts.contains('m'))
         .dot_matches_new_line(opts.contains('s'))
