@@ -564,13 +564,19 @@ fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Val
                 Some(m) => match ops::bool_equiv(cv) {
                     Some(true) => run(m, ctx, env, slot),
                     Some(false) => run(x, ctx, env, slot),
-                    None => match cv {
-                        Value::Undefined => &UNDEFINED,
-                        _ => {
+                    None => {
+                        // Both branches are evaluated, as the interpreter does, for their
+                        // failures.
+                        let undefined = cv.is_undefined();
+                        run(m, ctx, env, &mut Value::Undefined);
+                        run(x, ctx, env, &mut Value::Undefined);
+                        if undefined {
+                            &UNDEFINED
+                        } else {
                             *slot = Value::Error;
                             slot
                         }
-                    },
+                    }
                 },
                 None => match cv {
                     Value::Undefined => run(x, ctx, env, slot),

@@ -169,10 +169,17 @@ fn eval_inner(ctx: &Ctx, env: Env<'_>, e: &Expr) -> Value {
                 Some(m) => match ops::bool_equiv(&cv) {
                     Some(true) => eval(ctx, env, m),
                     Some(false) => eval(ctx, env, x),
-                    None => match cv {
-                        Value::Undefined => Value::Undefined,
-                        _ => Value::Error,
-                    },
+                    None => {
+                        // libclassad evaluates both branches before it finds the condition
+                        // is not a truth value (their values are dropped; a failure in
+                        // either fails the whole evaluation).
+                        eval(ctx, env, m);
+                        eval(ctx, env, x);
+                        match cv {
+                            Value::Undefined => Value::Undefined,
+                            _ => Value::Error,
+                        }
+                    }
                 },
                 None => match cv {
                     Value::Undefined => eval(ctx, env, x),
