@@ -177,15 +177,25 @@ pub(super) fn user_home(a: &Args) -> Value {
     if !(1..=2).contains(&a.len()) {
         return a.ctx.fail();
     }
+    // HTCondor's userHome ignores a failure to evaluate either argument (its value is then
+    // not a string).
+    let ignoring_failure = |i: usize| {
+        let saved = a.ctx.failed();
+        a.ctx.set_failed(false);
+        let v = a.eval(i);
+        let v = if a.ctx.failed() { Value::Error } else { v };
+        a.ctx.set_failed(saved);
+        v
+    };
     let default = if a.len() == 2 {
-        match a.eval(1) {
+        match ignoring_failure(1) {
             Value::Str(s) => s.to_string(),
             _ => String::new(),
         }
     } else {
         String::new()
     };
-    let owner = a.eval(0);
+    let owner = ignoring_failure(0);
     if owner.is_undefined() && default.is_empty() {
         return Value::Undefined;
     }
