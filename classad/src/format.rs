@@ -338,17 +338,23 @@ impl Printer {
                 rel_time_string(buf, *r);
                 buf.push_str("\")");
             }
-            Value::List(l) => {
-                self.list_open(buf);
-                for (i, x) in l.iter().enumerate() {
-                    self.list_item(buf);
-                    self.value(buf, x);
-                    if i + 1 != l.len() {
-                        buf.push(',');
+            // A literal's list prints its element expressions, as libclassad prints the
+            // ExprList a list value is.
+            Value::List(l) => match l.exprs() {
+                Some(e) => self.expr(buf, &Expr::List(e.items.clone())),
+                None => {
+                    let items = l.values();
+                    self.list_open(buf);
+                    for (i, x) in items.iter().enumerate() {
+                        self.list_item(buf);
+                        self.value(buf, x);
+                        if i + 1 != items.len() {
+                            buf.push(',');
+                        }
                     }
+                    self.list_close(buf);
                 }
-                self.list_close(buf);
-            }
+            },
             Value::Ad(ad) => self.ad(buf, ad),
         }
     }

@@ -20,10 +20,15 @@ pub(super) fn regexp(f: B, a: &Args) -> Value {
         (B::Regexp, Value::Str(p), Value::Str(t)) => regex_helper(p, t, None, &opts),
         (B::RegexpMember, Value::Str(p), Value::List(l)) => {
             let mut maybe_undef = false;
-            for item in l.iter() {
+            // Each element evaluated in the call's scope; one that fails to evaluate makes the
+            // call an error, and fails nothing else (as in libclassad).
+            for i in 0..l.len() {
+                let item = crate::eval::in_new_state(a.ctx, || {
+                    crate::eval::element_in(a.ctx, a.env, l, i)
+                });
                 match item {
                     Value::Str(t) => {
-                        if regex_helper(p, t, None, &opts).is_true() {
+                        if regex_helper(p, &t, None, &opts).is_true() {
                             return Value::Bool(true);
                         }
                     }

@@ -20,7 +20,9 @@
 //! limit and cycle detection behave identically). The tests below and
 //! `classad/tests/compiled.rs` (every generated differential case as Requirements and Rank)
 //! check this; the `matching` fuzz target asserts it.
-use super::{eval, eval_found, list_kind, ops, swapped, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH};
+use super::{
+    eval, eval_found, ops, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH, STACK_RED_ZONE, STACK_SEGMENT,
+};
 use crate::ad::ClassAd;
 use crate::expr::{BinOp, Expr, ScopeKw, UnOp};
 use crate::name::{eq_ci, Name};
@@ -119,10 +121,10 @@ impl Matcher {
         // `matches`/`rank` evaluate these from the top (`eval_in`): depth 0, through `eval`.
         let requirements = ad
             .lookup_name(crate::matching::requirements())
-            .map(|e| c.compile(e, 0, false));
+            .map(|e| c.compile_top(e));
         let rank = ad
             .lookup_name(crate::matching::rank_name())
-            .map(|e| c.compile(e, 0, false));
+            .map(|e| c.compile_top(e));
         Matcher { requirements, rank }
     }
 
@@ -192,7 +194,9 @@ fn combine(or: bool, a: Truth, b: Truth) -> Truth {
 
 /// The value of a compiled expression of `my` against `target`, as `eval_in` gives it.
 fn run_top(n: &Node, my: &ClassAd, target: &ClassAd) -> Value {
-    run_top_with(n, my, target, |v, ctx| ctx.finish(v.clone()))
+    run_top_with(n, my, target, |v, ctx| {
+        super::result(ctx.finish(v.clone()), Some(my), Some(target))
+    })
 }
 
 /// Runs a compiled expression of `my` against `target` from the top of a match and hands the
@@ -204,7 +208,11 @@ fn run_top_with<R>(
     f: impl FnOnce(&Value, &Ctx) -> R,
 ) -> R {
     let ctx = Ctx::new();
-    let env = Env::top(Some(my), Some(target));
+    let pair = super::Pair {
+        left: my,
+        right: target,
+    };
+    let env = Env::top(Some(my), Some(&pair));
     let mut slot = Value::Undefined;
     let v = run(n, &ctx, env, &mut slot);
     f(v, &ctx)
@@ -245,7 +253,42 @@ struct Compiler<'a> {
     nesting: u32,
 }
 
+/// Whether evaluating `e` can move the evaluation state's current ad for what follows it in
+/// the same attribute (see `Leak`): a call of `evalInEachContext`, `countMatches` or
+/// `unresolved` written in it. Compiled nodes do not follow such a move, so an expression
+/// with one is left whole to the interpreter (one attribute's move ends with its evaluation).
+fn may_leak(e: &Expr) -> bool {
+    use crate::builtins::Builtin as B;
+    match e {
+        Expr::Lit(_)
+        | Expr::RelTimeLit(_)
+        | Expr::OldAbsTimeLit { .. }
+        | Expr::Attr(_)
+        | Expr::Abs(_)
+        | Expr::Scoped(..)
+        | Expr::Ad(_) => false,
+        Expr::Select(a, _) | Expr::Unary(_, a) | Expr::Paren(a) => may_leak(a),
+        Expr::Index(a, b) | Expr::Binary(_, a, b) => may_leak(a) || may_leak(b),
+        Expr::Cond(c, m, x) => may_leak(c) || m.as_deref().is_some_and(may_leak) || may_leak(x),
+        Expr::Call(c) => {
+            matches!(
+                c.func,
+                Some(B::EvalInEachContext | B::CountMatches | B::Unresolved)
+            ) || c.args.iter().any(may_leak)
+        }
+        Expr::List(l) => l.iter().any(may_leak),
+    }
+}
+
 impl Compiler<'_> {
+    /// Compiles a top-level expression (Requirements, Rank).
+    fn compile_top(&mut self, e: &Expr) -> Node {
+        if may_leak(e) {
+            return interp(e, 0);
+        }
+        self.compile(e, 0, false)
+    }
+
     /// Compiles `e`, which the interpreter would evaluate with its depth counter at `depth`,
     /// through `eval` (`by_ref` false) or through the operand path `eval_ref` (true), which
     /// passes parentheses without counting them.
@@ -281,6 +324,9 @@ impl Compiler<'_> {
             // A match has a target, so the outermost scope is the match itself: undefined.
             Expr::Abs(_) => Node::Const(Value::Undefined),
             Expr::Attr(n) => match self.ad.lookup_name(n) {
+                // An attribute that can move the current ad is left to the interpreter, which
+                // ends the move with the attribute's evaluation.
+                Some(found) if may_leak(found) => interp(e, depth),
                 Some(found) => self.own_attribute(found, inner),
                 None if is_special_bare(n) => interp(e, depth),
                 None => Node::Target {
@@ -289,6 +335,7 @@ impl Compiler<'_> {
                 },
             },
             Expr::Scoped(ScopeKw::My, _, n) => match self.ad.lookup_name(n) {
+                Some(found) if may_leak(found) => interp(e, depth),
                 Some(found) => self.own_attribute(found, inner),
                 None if is_special_scoped(n) => interp(e, depth),
                 None => Node::Const(Value::Undefined),
@@ -298,11 +345,6 @@ impl Compiler<'_> {
                 depth: inner,
             },
             Expr::Binary(op, a, b) => {
-                let is_list_sensitive = matches!(op, BinOp::Is | BinOp::Isnt)
-                    && (list_kind(a).is_some() || list_kind(b).is_some());
-                if is_list_sensitive {
-                    return interp(e, depth);
-                }
                 let (a, b) = (self.compile(a, inner, true), self.compile(b, inner, true));
                 fold_binary(*op, a, b)
             }
@@ -494,7 +536,7 @@ fn target_attr<'a>(
             Expr::Lit(v) => v,
             e => {
                 ctx.depth.set(depth);
-                *slot = eval_found(ctx, swapped(env, t), e);
+                *slot = eval_found(ctx, env.enter(t), e);
                 slot
             }
         },
@@ -547,7 +589,13 @@ fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Val
                 a.set(*key);
             }
             ctx.n_active.set(n + 1);
-            let v = run(inner, ctx, env, slot);
+            // Long chains of attributes compiled in place recurse deeply: every 8 of them the
+            // stack is grown on demand, as the interpreter does.
+            let v = if n % 8 == 7 {
+                stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || run(inner, ctx, env, slot))
+            } else {
+                run(inner, ctx, env, slot)
+            };
             ctx.n_active.set(n);
             v
         }
