@@ -142,6 +142,20 @@ impl Matcher {
             .is_some_and(|n| run_top_with(n, my, target, |v, ctx| v.is_true() && !ctx.failed()))
     }
 
+    /// `Rank` of `my` against `target` as a number (`matching::rank`): booleans 1 or 0,
+    /// anything that is not a number 0, as is an ad without one.
+    pub(crate) fn rank_number(&self, my: &ClassAd, target: &ClassAd) -> f64 {
+        self.rank.as_ref().map_or(0.0, |n| {
+            run_top_with(n, my, target, |v, ctx| {
+                if ctx.failed() {
+                    0.0
+                } else {
+                    crate::matching::rank_of(v)
+                }
+            })
+        })
+    }
+
     /// `Rank` of `my` against `target`; `None` when the ad has none.
     pub(crate) fn rank(&self, my: &ClassAd, target: &ClassAd) -> Option<Value> {
         self.rank.as_ref().map(|n| run_top(n, my, target))
@@ -791,5 +805,33 @@ mod tests {
         assert_eq!(requirements_value(&ad, &ad), interpreted(&ad, &ad));
         assert!(matches(&ad, &ad));
         assert_eq!(rank(&ad, &ad), 3.0);
+    }
+
+    #[test]
+    fn rank_as_a_number_is_the_ranks_value_as_one() {
+        use crate::matching::rank_value;
+        let slot = parse_ad("[ Mips = 250; Name = \"slot1\"; L = {1, 2} ]").expect("slot");
+        for r in [
+            "TARGET.Mips + 0.0",
+            "TARGET.Mips",
+            "TARGET.Mips > 100",
+            "TARGET.Mips < 100",
+            "TARGET.Name",
+            "TARGET.Missing",
+            "1 / 0",
+            "Rank + 1",
+            "TARGET.L",
+            "size(TARGET.L) * 2.5",
+        ] {
+            let job = parse_ad(&format!("[ Rank = {r} ]")).expect("job");
+            let want = match rank_value(&job, &slot) {
+                Some(Value::Int(i)) => i as f64,
+                Some(Value::Real(x)) => x,
+                Some(Value::Bool(true)) => 1.0,
+                _ => 0.0,
+            };
+            assert_eq!(rank(&job, &slot), want, "{r}");
+        }
+        assert_eq!(rank(&parse_ad("[ x = 1 ]").expect("job"), &slot), 0.0);
     }
 }
