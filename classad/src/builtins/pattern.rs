@@ -64,21 +64,20 @@ pub(super) fn substitute(f: B, a: &Args) -> Value {
     regex_helper(p, t, Some(r), &opts)
 }
 
-/// PCRE's `$` (without the m option) also matches before a newline that ends the subject;
-/// Rust's does not. When the subject's only newline is its last character, `(?m:$)` has
-/// exactly PCRE's meaning, so unescaped `$` outside classes is rewritten for such subjects.
-fn pcre_dollar(p: &str, target: &str) -> Option<String> {
-    if !target.ends_with('\n') || target[..target.len() - 1].contains('\n') || !p.contains('$') {
-        return None;
-    }
+/// `p` with the characters outside escapes and character classes that `rewrite` takes (it is
+/// given each one's byte offset and writes what replaces it; `false` keeps the character).
+fn rewrite_outside_classes(
+    p: &str,
+    mut rewrite: impl FnMut(usize, char, &mut String) -> bool,
+) -> String {
     let mut out = String::with_capacity(p.len() + 8);
-    let mut chars = p.chars();
+    let mut chars = p.char_indices();
     let mut in_class = false;
-    while let Some(c) = chars.next() {
+    while let Some((i, c)) = chars.next() {
         match c {
             '\\' => {
                 out.push(c);
-                if let Some(n) = chars.next() {
+                if let Some((_, n)) = chars.next() {
                     out.push(n);
                 }
             }
@@ -90,11 +89,26 @@ fn pcre_dollar(p: &str, target: &str) -> Option<String> {
                 in_class = false;
                 out.push(c);
             }
-            '$' if !in_class => out.push_str("(?m:$)"),
+            _ if !in_class && rewrite(i, c, &mut out) => {}
             _ => out.push(c),
         }
     }
-    Some(out)
+    out
+}
+
+/// PCRE's `$` (without the m option) also matches before a newline that ends the subject;
+/// Rust's does not. When the subject's only newline is its last character, `(?m:$)` has
+/// exactly PCRE's meaning, so unescaped `$` outside classes is rewritten for such subjects.
+fn pcre_dollar(p: &str, target: &str) -> Option<String> {
+    if !target.ends_with('\n') || target[..target.len() - 1].contains('\n') || !p.contains('$') {
+        return None;
+    }
+    Some(rewrite_outside_classes(p, |_, c, out| {
+        c == '$' && {
+            out.push_str("(?m:$)");
+            true
+        }
+    }))
 }
 
 /// A regex for a pattern matched against `target`, with PCRE's meaning of `$` kept.
@@ -133,30 +147,12 @@ fn pcre_braces(p: &str) -> std::borrow::Cow<'_, str> {
         }
         j < b.len() && b[j] == b'}'
     };
-    let mut out = String::with_capacity(p.len() + 4);
-    let mut in_class = false;
-    let mut chars = p.char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                out.push(c);
-                if let Some((_, n)) = chars.next() {
-                    out.push(n);
-                }
-            }
-            '[' if !in_class => {
-                in_class = true;
-                out.push(c);
-            }
-            ']' if in_class => {
-                in_class = false;
-                out.push(c);
-            }
-            '{' if !in_class && !quantifier(i) => out.push_str("\\{"),
-            _ => out.push(c),
+    std::borrow::Cow::Owned(rewrite_outside_classes(p, |i, c, out| {
+        c == '{' && !quantifier(i) && {
+            out.push_str("\\{");
+            true
         }
-    }
-    std::borrow::Cow::Owned(out)
+    }))
 }
 
 /// A regex for a pattern with PCRE's option letters.

@@ -757,23 +757,32 @@ pub(crate) fn literal_of(v: &Value) -> Value {
 /// special names, then its enclosing ads; at the top of MY or TARGET, the match's context ads
 /// hold `target` and `other`.
 fn lookup_from(ctx: &Ctx, env: Env<'_>, start: &ClassAd, n: &Name) -> Value {
-    if let Some(found) = start.lookup_name(n) {
-        return eval_found(ctx, env.enter(start), found);
-    }
-    if let Some(v) = special_at(env, start, n) {
+    if let Some(v) = lookup_chain(ctx, env, start, n) {
         return v;
-    }
-    let mut a = start.parent();
-    while let Some(x) = a {
-        if let Some(found) = x.lookup_name(n) {
-            return eval_found(ctx, env.enter(x), found);
-        }
-        a = x.parent();
     }
     match env.side(start) {
         Some(is_left) => match_context_name(env, is_left, n).unwrap_or(Value::Undefined),
         None => Value::Undefined,
     }
+}
+
+/// The ad `start`'s own attribute `n`, a special name, or the attribute of an enclosing ad, as
+/// [`lookup_from`] finds them (`None`: none of those).
+fn lookup_chain(ctx: &Ctx, env: Env<'_>, start: &ClassAd, n: &Name) -> Option<Value> {
+    if let Some(found) = start.lookup_name(n) {
+        return Some(eval_found(ctx, env.enter(start), found));
+    }
+    if let Some(v) = special_at(env, start, n) {
+        return Some(v);
+    }
+    let mut a = start.parent();
+    while let Some(x) = a {
+        if let Some(found) = x.lookup_name(n) {
+            return Some(eval_found(ctx, env.enter(x), found));
+        }
+        a = x.parent();
+    }
+    None
 }
 
 /// The names the match's context ads hold (`[other = .RIGHT; target = .RIGHT; my = .LEFT; ad =
@@ -840,25 +849,8 @@ fn lookup_bare(ctx: &Ctx, env: Env<'_>, n: &Name) -> Value {
     let Some(cur) = env.cur else {
         return Value::Undefined;
     };
-    if let Some(found) = cur.lookup_name(n) {
-        return eval_found(
-            ctx,
-            Env {
-                lex: Some(cur),
-                ..env
-            },
-            found,
-        );
-    }
-    if let Some(v) = special_at(env, cur, n) {
+    if let Some(v) = lookup_chain(ctx, env, cur, n) {
         return v;
-    }
-    let mut a = cur.parent();
-    while let Some(x) = a {
-        if let Some(found) = x.lookup_name(n) {
-            return eval_found(ctx, env.enter(x), found);
-        }
-        a = x.parent();
     }
     if let Some(t) = env.target {
         let is_left = env.side(cur) == Some(true);
