@@ -16,8 +16,9 @@ pub struct ClassAd {
     /// The lexically enclosing ad of a nested ad value (libclassad's parent scope): names not
     /// found here are looked up there.
     parent: Option<Arc<ClassAd>>,
-    /// Set on an ad value obtained through `ad["name"]`: libclassad cannot select attributes
-    /// from such a value (`x["c"].d` is undefined there), and we reproduce that.
+    /// Set on an ad value obtained through `ad["name"]`, a copy with no enclosing ad
+    /// (libclassad's SCLASSAD_VALUE). libclassad cannot select attributes from such a value
+    /// (`x["c"].d` reads the copy after freeing it: undefined there), and we reproduce that.
     detached: bool,
 }
 
@@ -267,13 +268,25 @@ impl ClassAd {
         }
     }
 
-    /// A copy marked as obtained through a subscript (see `detached`).
+    /// The copy `ad["name"]` hands out (libclassad's SafetyCheck copies the ad and clears its
+    /// parent scope): no enclosing ad, and marked (see `detached`).
     pub(crate) fn detached_copy(&self) -> ClassAd {
         ClassAd {
             attrs: self.attrs.clone(),
-            parent: self.parent.clone(),
+            parent: None,
             detached: true,
         }
+    }
+
+    /// Whether `other` is the same ad: the same attributes, enclosed by the same ads.
+    pub(crate) fn same_ad(&self, other: &ClassAd) -> bool {
+        self.same_attrs(other)
+            && self.detached == other.detached
+            && match (self.parent(), other.parent()) {
+                (Some(a), Some(b)) => a.same_ad(b),
+                (None, None) => true,
+                _ => false,
+            }
     }
 
     pub(crate) fn is_detached(&self) -> bool {

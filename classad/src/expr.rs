@@ -165,10 +165,55 @@ pub enum Expr {
     Paren(Box<Expr>),
     /// A function call.
     Call(Box<Call>),
-    /// `{a, b, ...}`: a list literal, elements unevaluated.
-    List(Vec<Expr>),
+    /// `{a, b, ...}`: a list literal, elements unevaluated (shared with the list values
+    /// evaluating it makes, which keep the element expressions as libclassad's do).
+    List(ExprList),
     /// `[a = 1; ...]`: a nested ad literal.
     Ad(Arc<ClassAd>),
+}
+
+/// The element expressions of a list literal. Shared: a list value made by evaluating the
+/// literal holds them too (libclassad's list value is the ExprList itself, evaluated element by
+/// element when used), so making one copies no expression.
+#[derive(Clone, Debug, Default)]
+pub struct ExprList(Arc<Vec<Expr>>);
+
+impl ExprList {
+    /// A list of these element expressions.
+    pub fn new(items: Vec<Expr>) -> Self {
+        ExprList(Arc::new(items))
+    }
+
+    /// The elements, to change (copied first if shared).
+    pub fn make_mut(&mut self) -> &mut Vec<Expr> {
+        Arc::make_mut(&mut self.0)
+    }
+
+    /// Whether two lists share their element expressions (the same literal).
+    pub fn ptr_eq(&self, other: &ExprList) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl From<Vec<Expr>> for ExprList {
+    fn from(items: Vec<Expr>) -> Self {
+        ExprList::new(items)
+    }
+}
+
+impl std::ops::Deref for ExprList {
+    type Target = [Expr];
+    fn deref(&self) -> &[Expr] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a ExprList {
+    type Item = &'a Expr;
+    type IntoIter = std::slice::Iter<'a, Expr>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
 }
 
 /// Attribute names an expression refers to, split as HTCondor's autocluster code wants them.

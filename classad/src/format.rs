@@ -338,19 +338,27 @@ impl Printer {
                 rel_time_string(buf, *r);
                 buf.push_str("\")");
             }
-            Value::List(l) => {
-                self.list_open(buf);
-                for (i, x) in l.iter().enumerate() {
-                    self.list_item(buf);
-                    self.value(buf, x);
-                    if i + 1 != l.len() {
-                        buf.push(',');
-                    }
-                }
-                self.list_close(buf);
-            }
+            // A literal's list prints its element expressions, as libclassad prints the
+            // ExprList a list value is.
+            Value::List(l) => match l.exprs() {
+                Some(e) => self.list(buf, &e.items, Self::expr),
+                None => self.list(buf, l.values(), Self::value),
+            },
             Value::Ad(ad) => self.ad(buf, ad),
         }
+    }
+
+    /// `{ a,b }` (or pretty-printed), each item printed by `item`.
+    fn list<T>(&mut self, buf: &mut String, items: &[T], item: fn(&mut Self, &mut String, &T)) {
+        self.list_open(buf);
+        for (i, x) in items.iter().enumerate() {
+            self.list_item(buf);
+            item(self, buf, x);
+            if i + 1 != items.len() {
+                buf.push(',');
+            }
+        }
+        self.list_close(buf);
     }
 
     fn list_open(&mut self, buf: &mut String) {
@@ -518,17 +526,7 @@ impl Printer {
                 }
                 buf.push(')');
             }
-            Expr::List(l) => {
-                self.list_open(buf);
-                for (i, x) in l.iter().enumerate() {
-                    self.list_item(buf);
-                    self.expr(buf, x);
-                    if i + 1 != l.len() {
-                        buf.push(',');
-                    }
-                }
-                self.list_close(buf);
-            }
+            Expr::List(l) => self.list(buf, l, Self::expr),
             Expr::Ad(ad) => self.ad(buf, ad),
         }
     }

@@ -1,6 +1,7 @@
 //! The HTCondor ClassAd language as libclassad 23 (with HTCondor's extra functions) has it:
 //! parse (new `[a = 1; b = "x"]` and old one-attribute-per-line syntax), evaluate (three-valued
-//! logic, MY/TARGET scoping, every built-in), unparse exactly as the reference prints, and
+//! logic, MY/TARGET scoping, lists that keep their element expressions and evaluate them where
+//! and when libclassad does, every built-in), unparse exactly as the reference prints, and
 //! match (symmetric match, rank).
 //!
 //! Lookups never allocate: attribute names carry a precomputed case-insensitive hash and ads
@@ -16,6 +17,7 @@ pub mod expr;
 pub mod format;
 pub mod json;
 pub mod lexer;
+pub mod list;
 pub mod matching;
 pub mod name;
 pub mod parser;
@@ -26,7 +28,8 @@ pub use ad::{Attr, ClassAd};
 pub use builtins::Builtin;
 pub use cache::{parse_old_ads_cached, AttrCache};
 pub use error::ParseError;
-pub use expr::{BinOp, Expr, References, ScopeKw, UnOp};
+pub use expr::{BinOp, Expr, ExprList, References, ScopeKw, UnOp};
+pub use list::List;
 pub use matching::{matches, rank, symmetric_match};
 pub use name::Name;
 pub use value::Value;

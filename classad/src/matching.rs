@@ -34,11 +34,19 @@ pub fn symmetric_match(a: &ClassAd, b: &ClassAd) -> bool {
 
 /// `my.Rank` against `target` as a float: booleans give 1/0, anything non-numeric 0.0.
 pub fn rank(my: &ClassAd, target: &ClassAd) -> f64 {
-    match rank_value(my, target) {
-        Some(Value::Int(i)) => i as f64,
-        Some(Value::Real(r)) => r,
-        Some(Value::Bool(true)) => 1.0,
-        Some(Value::Bool(false)) => 0.0,
+    if compiled::applies(my, target) {
+        return my.matcher().rank_number(my, target);
+    }
+    rank_value(my, target).map_or(0.0, |v| rank_of(&v))
+}
+
+/// A Rank value as a number: booleans give 1/0, anything non-numeric 0.0.
+#[inline]
+pub(crate) fn rank_of(v: &Value) -> f64 {
+    match v {
+        Value::Int(i) => *i as f64,
+        Value::Real(r) => *r,
+        Value::Bool(true) => 1.0,
         _ => 0.0,
     }
 }

@@ -371,7 +371,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.advance()?;
-        Ok(Expr::List(items))
+        Ok(Expr::List(items.into()))
     }
 
     /// `[ name = expr; ... ]`
@@ -514,7 +514,7 @@ fn zero_abs_offsets(e: &mut Expr) {
         // Arguments of a function call keep their offset: in an old-syntax ad libclassad gives
         // formatTime(absTime("...+05:30")) in the written zone (differential case, seed 1).
         Expr::Call(_) => {}
-        Expr::List(l) => l.iter_mut().for_each(zero_abs_offsets),
+        Expr::List(l) => l.make_mut().iter_mut().for_each(zero_abs_offsets),
         _ => {}
     })
 }

@@ -394,3 +394,53 @@ fn an_ad_with_more_attributes_than_16_bit_slots_hold_still_finds_them_all() {
     assert_eq!(ad.len(), n);
     assert_eq!(ad.eval_attr("a65535"), Value::Int(-1));
 }
+
+#[test]
+fn list_values_are_the_elements_evaluated_where_the_list_was_written() {
+    let my = parse_ad("[ B = 1; L = {MY.B, B, TARGET.B} ]").expect("my");
+    let target = parse_ad("[ B = 2; L = {MY.B, B, TARGET.B} ]").expect("target");
+    let val = |text: &str| my.eval_expr_with(&parse_expr(text).expect("parses"), Some(&target));
+    let ints = |v: Value| -> Vec<i64> {
+        match v {
+            Value::List(l) => l.iter().map(|x| x.as_int().unwrap_or(-1)).collect(),
+            other => panic!("not a list: {other:?}"),
+        }
+    };
+    // A list's elements, as the public API gives them, are evaluated in the ad the list was
+    // written in: TARGET's MY is TARGET, its TARGET is MY.
+    assert_eq!(ints(val("MY.L")), vec![1, 1, 2]);
+    assert_eq!(ints(val("TARGET.L")), vec![2, 2, 1]);
+    assert_eq!(val("TARGET.L[2]").as_int(), Some(1));
+    // The list functions evaluate the elements where the call stands.
+    assert_eq!(val("sum(TARGET.L)").as_int(), Some(4));
+    assert_eq!(val("join(\",\", TARGET.L)").as_str(), Some("1,1,2"));
+    // A copy taken out by `ad["name"]` has no scope left.
+    assert!(matches!(val("TARGET[\"L\"]"), Value::List(l) if l.iter().all(Value::is_undefined)));
+    // A list prints (and converts to a string) as its element expressions.
+    assert_eq!(val("TARGET.L").to_string(), "{ MY.B,B,TARGET.B }");
+    assert_eq!(
+        val("string(TARGET.L)").as_str(),
+        Some("{ MY.B,B,TARGET.B }")
+    );
+    assert_eq!(
+        Value::list(vec![Value::Int(1), Value::str("a")]).to_string(),
+        "{ 1,\"a\" }"
+    );
+}
+
+#[test]
+fn a_list_that_contains_itself_is_evaluated_only_as_far_as_it_is_used() {
+    let v = ev("[b = {B, 1}].b");
+    let mut cur = v.clone();
+    for _ in 0..50 {
+        let Value::List(l) = cur else {
+            panic!("not a list: {cur:?}")
+        };
+        assert_eq!(l.len(), 2);
+        assert_eq!(l.get(1).and_then(Value::as_int), Some(1));
+        cur = l.get(0).cloned().expect("two elements");
+    }
+    // Comparing it with itself ends too.
+    assert_eq!(v, v.clone());
+    assert_eq!(ev("[b = {B, 1}].b[0][0][1]").as_int(), Some(1));
+}

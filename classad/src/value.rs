@@ -1,14 +1,13 @@
 //! Evaluated ClassAd values and how libclassad prints them.
 use crate::ad::ClassAd;
 use crate::format;
+use crate::list::List;
 use std::fmt;
 use std::sync::Arc;
 
 /// The result of evaluating an expression.
 ///
-/// Lists are evaluated eagerly: libclassad keeps list elements as unevaluated expressions, but
-/// evaluating each element in the list's scope gives the values stored here, which is what every
-/// consumer (and the differential harness) observes.
+/// A list keeps its element expressions, unevaluated, as libclassad's does (see [`List`]).
 #[derive(Clone, Debug, Default)]
 pub enum Value {
     /// `undefined`: what a missing attribute evaluates to; most operators pass it on.
@@ -24,8 +23,8 @@ pub enum Value {
     Real(f64),
     /// A string (shared: copying a value does not copy the text).
     Str(Arc<str>),
-    /// A list of evaluated elements.
-    List(Arc<Vec<Value>>),
+    /// A list (see [`List`]: a literal's element expressions and their scope, or values).
+    List(List),
     /// A nested ad.
     Ad(Arc<ClassAd>),
     /// Seconds since the Unix epoch (UTC) and the timezone offset it was written with.
@@ -50,7 +49,7 @@ impl Value {
     }
     /// A list value of the given elements.
     pub fn list(v: Vec<Value>) -> Value {
-        Value::List(Arc::new(v))
+        Value::List(List::new(v))
     }
     /// Whether this is `undefined`.
     pub fn is_undefined(&self) -> bool {
@@ -123,9 +122,7 @@ impl PartialEq for Value {
         match (self, other) {
             (Value::Real(a), Value::Real(b)) => a == b || (a.is_nan() && b.is_nan()),
             (Value::RelTime(a), Value::RelTime(b)) => a == b || (a.is_nan() && b.is_nan()),
-            (Value::List(a), Value::List(b)) => {
-                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x == y)
-            }
+            (Value::List(a), Value::List(b)) => a == b,
             (Value::Ad(a), Value::Ad(b)) => a == b,
             _ => self.identical(other),
         }
@@ -155,7 +152,8 @@ impl From<&str> for Value {
 
 impl fmt::Display for Value {
     /// Unparse as libclassad's ClassAdUnParser prints a value: reals as `%1.15E`, strings quoted
-    /// and escaped, lists `{ a,b }`, ads `[ a = 1; b = 2 ]`, times as `absTime("...")`.
+    /// and escaped, lists `{ a,b }` (a literal's list as its element expressions, unevaluated,
+    /// as classad_eval prints it), ads `[ a = 1; b = 2 ]`, times as `absTime("...")`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = String::new();
         format::unparse_value(&mut s, self);

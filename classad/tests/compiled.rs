@@ -1,7 +1,8 @@
 //! The compiled matchmaking path (`matches`, `rank`, `requirements_value`, `rank_value`) must
 //! give exactly what the interpreter gives, which the differential suite holds to the
-//! reference. Here every generated differential case becomes the `Requirements` (and `Rank`)
-//! of its MY ad, then of its TARGET ad, and both paths must return identical values.
+//! reference. Here every generated differential case (of both corpora) becomes the
+//! `Requirements` (and `Rank`) of its MY ad, then of its TARGET ad, and both paths must return
+//! identical values.
 mod common;
 
 use classad::{ClassAd, Value};
@@ -36,7 +37,13 @@ fn compiled_matcher_agrees_with_interpreter() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let rows = generated_cases(1, count);
+    let list_count = std::env::var("AERIE_DIFF_LIST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    // Both corpora: random expressions, and lists and nested ads.
+    let mut rows = generated_cases(1, count);
+    rows.extend(generated_corpus("lists", 1, list_count));
     let mut checked = 0;
     let mut bad = Vec::new();
     for row in &rows {
@@ -70,7 +77,10 @@ fn compiled_matcher_agrees_with_interpreter() {
             );
         }
     }
-    assert!(checked > count, "only {checked} cases could be checked");
+    assert!(
+        checked > count + list_count,
+        "only {checked} cases could be checked"
+    );
     assert!(
         bad.is_empty(),
         "{} of {checked} cases differ between the compiled and interpreted paths; first ones:\n{}",

@@ -3,6 +3,9 @@
 //!
 //! - `generated_cases_agree`: 100,000 seeded random expressions over two random ads
 //!   (AERIE_DIFF_CASES / AERIE_DIFF_SEED to run more or others), evaluated by both engines;
+//! - `generated_list_cases_agree`: 20,000 seeded cases of lists and nested ads whose elements
+//!   refer to attributes, in every position (the generator's `--corpus lists`;
+//!   AERIE_DIFF_LIST_CASES / AERIE_DIFF_LIST_SEED);
 //! - `hand_written_cases_agree`: every line of tests/cases/*.txt, judged by the reference;
 //! - `unparse_agrees`: our Display of parsed expressions vs the reference's unparser;
 //! - `old_syntax_ads_agree`: old-syntax (`condor_status -long`) ad parsing.
@@ -56,9 +59,33 @@ fn reference_is_installed() {
 
 #[test]
 fn generated_cases_agree() {
-    let count = env_num("AERIE_DIFF_CASES", 100_000) as usize;
-    let seed = env_num("AERIE_DIFF_SEED", 1);
-    let rows = generated_cases(seed, count);
+    check_generated(
+        "general",
+        "generated",
+        env_num("AERIE_DIFF_SEED", 1),
+        env_num("AERIE_DIFF_CASES", 100_000) as usize,
+        100_000,
+    );
+}
+
+/// The list and nested-ad corpus (the generator's `--corpus lists`): lists and nested ads whose
+/// elements refer to attributes, call functions, subscript and select, in every position
+/// (AERIE_DIFF_LIST_CASES / AERIE_DIFF_LIST_SEED to run more or others).
+#[test]
+fn generated_list_cases_agree() {
+    check_generated(
+        "lists",
+        "lists",
+        env_num("AERIE_DIFF_LIST_SEED", 1),
+        env_num("AERIE_DIFF_LIST_CASES", 20_000) as usize,
+        20_000,
+    );
+}
+
+/// Generated cases of `corpus` against the reference; known differences are those of `suite`
+/// (checked for staleness with seed 1 and the default count).
+fn check_generated(corpus: &str, suite: &str, seed: u64, count: usize, default_count: usize) {
+    let rows = generated_corpus(corpus, seed, count);
     assert_eq!(
         rows.len(),
         count,
@@ -67,7 +94,7 @@ fn generated_cases_agree() {
     );
     let (ok, skipped, bad) = compare_all(&rows);
     // Known differences: excluded from the generic comparison, asserted to still be as recorded.
-    let known = known_differences("generated");
+    let known = known_differences(suite);
     let known_keys: HashSet<_> = known.iter().map(|k| k.key()).collect();
     let mut problems = Vec::new();
     let mut found = HashSet::new();
@@ -80,7 +107,7 @@ fn generated_cases_agree() {
             problems.extend(k.check_result(&result_only(row), &eval_case(row)));
         }
     }
-    if seed == 1 && count == 100_000 {
+    if seed == 1 && count == default_count {
         problems.extend(
             known
                 .iter()
@@ -93,17 +120,18 @@ fn generated_cases_agree() {
         .filter(|(row, _)| !known_keys.contains(&case_key(row)))
         .collect();
     dump_new(
-        "generated",
+        suite,
         &bad.iter()
             .map(|(row, ours)| (row.clone(), result_only(row), ours.clone()))
             .collect::<Vec<_>>(),
     );
+    let judged = count - skipped;
     eprintln!(
-        "generated (seed {seed}): {} agree, {} disagree, {} known differences (pinned), \
-         {skipped} not judged",
-        ok,
+        "{corpus} corpus (seed {seed}): {ok} agree, {} disagree, {} known differences (pinned), \
+         {skipped} not judged: {:.3}% of {judged} judged cases agree",
         bad.len(),
-        found.len()
+        found.len(),
+        100.0 * ok as f64 / judged.max(1) as f64
     );
     assert!(
         problems.is_empty(),
@@ -114,7 +142,7 @@ fn generated_cases_agree() {
         bad.is_empty(),
         "{}",
         report(
-            &format!("generated cases (seed {seed})"),
+            &format!("{corpus} corpus (seed {seed})"),
             count,
             skipped,
             &bad,

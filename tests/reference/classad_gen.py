@@ -15,7 +15,8 @@ cases the reference could not judge: reference_crash (the library crashed the pr
 reference_timeout.
 
 Modes:
-  classad_gen.py --seed S --count N [--out FILE] [--jobs J]   generate + evaluate
+  classad_gen.py --seed S --count N [--corpus general|lists] [--out FILE] [--jobs J]
+                              generate + evaluate (the general corpus, or lists and nested ads)
   classad_gen.py --eval       stdin: {"expr","my","target"} lines -> the lines above
   classad_gen.py --unparse    stdin: {"expr"} lines -> {"expr", "unparse"} or parse_error
   classad_gen.py --old-ads    stdin: {"text"} lines -> {"ads": [{attr: unparsed expr}, ...]}
@@ -516,14 +517,302 @@ def gen_case(rng):
     return {"expr": g.expr(rng.choice([1, 2, 2, 3, 3, 4])), "my": my_text, "target": tg_text}
 
 
-def case_at(seed, i):
+# ---------------------------------------------------------------------------------------------
+# The list and nested-ad corpus (`--corpus lists`)
+# ---------------------------------------------------------------------------------------------
+#
+# libclassad keeps a list as its unevaluated element expressions (an ExprList) and a nested ad as
+# the ad node itself, each remembering the ad it was written in; what an element evaluates to
+# depends on who evaluates it and how: a subscript evaluates it in the ad it was written in,
+# member()/sum()/join()/... in the scope of the call, a list copied out through `ad["name"]` has
+# lost its scope. This corpus puts lists and nested ads whose elements refer to attributes (MY.,
+# TARGET., bare names, PARENT.), call functions (some of which fail), subscript and select, into
+# both ads, and uses them in every position: as the result, inside other lists and ads,
+# subscripted, selected, and passed to the functions that take lists.
+#
+# References never form a cycle: each attribute has a level (scalars 0, the nested ad N 1, the
+# list L 2, G 3, E 4, M 5) and refers, by any spelling, only to names of lower levels, which
+# holds whichever ad a reference resolves in. A few lists deliberately contain themselves
+# (libclassad's lists are lazy, so these are infinite lists, encoded to the depth limit).
+
+LIST_SCALARS = ["A", "B", "C", "S", "X", "Y"]
+LIST_LEVELS = {"N": 1, "L": 2, "G": 3, "E": 4, "M": 5}
+LIST_NESTED = ["a", "b", "c"]
+LIST_BAD_CALLS = ['replaceAll("(", %s, "X")', 'regexp("[", %s)', "nosuch(%s)",
+                  'replace("a{", %s, "y")', "substr(%s, 1, 2, 3)", "%s / 0", "pow(%s)",
+                  'regexps("(", %s, "\\\\1")']
+LIST_CALLS = ["%s + 1", 'strcat(%s, "x")', "size(%s)", "isUndefined(%s)", "isError(%s)",
+              "toUpper(%s)", "int(%s)", "%s =?= 1", "%s ?: 7", "string(%s)", "-%s",
+              "ifThenElse(%s, 1, 2)", "%s * 2.5", "isList(%s)", "isClassAd(%s)", "real(%s)",
+              "%s is undefined", "!%s", "%s == 1"]
+
+
+class ListGen(Gen):
+    """Generates the elements and uses of lists and nested ads (see the corpus comment)."""
+
+    def __init__(self, rng, mine, other, level):
+        Gen.__init__(self, rng, [], [])
+        self.mine = mine      # {name: level} defined in the ad being written (or MY at the top)
+        self.other = other    # {name: level} of the other ad (TARGET from here)
+        self.level = level    # names of lower levels may be referred to
+        self.parents = []     # names of enclosing nested-ad literals (innermost last)
+
+    def names(self, pool, below=None):
+        lim = self.level if below is None else below
+        return [n for n, lv in pool.items() if lv < lim]
+
+    def literal(self):
+        # no hexadecimal or octal literals: the reference does not parse them in ads
+        while True:
+            lit = Gen.literal(self)
+            if lit not in HEX_OCT_LITS:
+                return lit
+
+    def defining(self, name):
+        """Whether `name` is being defined by an enclosing nested-ad literal: a reference to it
+        from here would be a cycle (names are case-insensitive)."""
+        return any(name.lower() in (n.lower() for n in names) for names in self.parents)
+
+    def scalar_ref(self):
+        r = self.r.random()
+        ok = lambda ns: [n for n in ns if not self.defining(n)]
+        mine = ok(self.names(self.mine, 1))
+        other = self.names(self.other, 1)
+        if r < 0.3 and mine:
+            return "MY." + self.pick(mine)
+        if r < 0.55 and other:
+            return "TARGET." + self.pick(other)
+        if r < 0.8 and ok(mine + LIST_SCALARS):
+            return self.pick(ok(mine + LIST_SCALARS))  # bare: maybe only in the other ad
+        if r < 0.9 and self.parents and ok(LIST_SCALARS + ["a", "b"]):
+            return "PARENT." + self.pick(ok(LIST_SCALARS + ["a", "b"]))
+        return self.pick(["MY.zz", "TARGET.zz", "zz", "MY.Missing"])
+
+    def container_ref(self, decorate=0.4):
+        """A reference to a list or nested ad of a lower level (None when there is none);
+        with probability `decorate` one of its attributes or elements instead."""
+        mine = [n for n in self.names(self.mine) if n not in LIST_SCALARS]
+        other = [n for n in self.names(self.other) if n not in LIST_SCALARS]
+        opts = []
+        for n in mine:
+            opts += ["MY." + n, n]
+        for n in other:
+            opts += ["TARGET." + n]
+        if not opts:
+            return None
+        ref = self.pick(opts)
+        name = ref.split(".")[-1]
+        k = self.r.random()
+        if name in ("N", "M") and k < decorate:
+            return "%s.%s" % (ref, self.pick(LIST_NESTED))
+        if name in ("L", "G", "E") and k < decorate:
+            return "%s[%d]" % (ref, self.r.choice([0, 0, 1, 1, 2, 3]))
+        if k < decorate + 0.1:
+            scope = ref.split(".")[0] if "." in ref else "MY"
+            return '%s["%s"]' % (scope, name)
+        return ref
+
+    def element(self, depth):
+        r = self.r.random()
+        if r < 0.15:
+            return self.literal()
+        if r < 0.45:
+            return self.scalar_ref()
+        if r < 0.62:
+            return self.pick(LIST_CALLS) % self.paren(self.scalar_ref())
+        if r < 0.68:
+            return self.pick(LIST_BAD_CALLS) % self.scalar_ref()
+        if r < 0.8:
+            c = self.container_ref()
+            if c:
+                return c
+            return self.scalar_ref()
+        if depth > 0 and r < 0.9:
+            return self.list_literal(depth - 1)
+        if depth > 0:
+            return self.ad_literal(depth - 1)
+        return self.scalar_ref()
+
+    def list_literal(self, depth, n=None):
+        n = self.r.randint(0, 4) if n is None else n
+        return "{" + ", ".join(self.element(depth) for _ in range(n)) + "}"
+
+    def ad_literal(self, depth, names=None):
+        names = names or self.r.sample(LIST_NESTED + ["A", "S"], self.r.randint(1, 3))
+        parts = []
+        for i, nm in enumerate(names):
+            # bare names and MY. here see this ad first: only its earlier attributes are safe
+            self.parents.append(names[i:])
+            v = self.element(depth)
+            self.parents.pop()
+            if i > 0 and self.r.random() < 0.2:
+                v = self.pick(names[:i])  # an earlier attribute of the same nested ad
+            parts.append("%s = %s" % (nm, v))
+        return "[" + "; ".join(parts) + "]"
+
+    def ads_list(self, depth):
+        """A list of nested ads (for evalInEachContext/countMatches and selections)."""
+        items = []
+        for _ in range(self.r.randint(0, 3)):
+            if self.r.random() < 0.85:
+                items.append(self.ad_literal(depth, self.r.sample(["u", "v", "a"],
+                                                                   self.r.randint(1, 2))))
+            else:
+                items.append(self.element(depth))
+        return "{" + ", ".join(items) + "}"
+
+
+def list_ad_plan(rng):
+    """Which attributes an ad of the list corpus defines: {name: level}."""
+    names = {nm: 0 for nm in rng.sample(LIST_SCALARS, rng.randint(3, 6))}
+    for nm, lv in sorted(LIST_LEVELS.items(), key=lambda x: x[1]):
+        if nm in ("N", "L") or rng.random() < 0.5:
+            names[nm] = lv
+    return names
+
+
+def list_ad(rng, names, other_names):
+    """The text of an ad of the list corpus defining `names` (see list_ad_plan)."""
+    attrs = []
+    for nm, lv in sorted(names.items(), key=lambda x: (x[1], x[0])):
+        if lv == 0:
+            g = Gen(rng, [], [])
+            k = rng.random()
+            if nm == "S" or 0.8 <= k < 0.9:
+                v = g.string_lit()
+            elif k < 0.55:
+                v = g.pick(INT_LITS[:10])
+            elif k < 0.7:
+                v = g.pick(REAL_LITS[:8])
+            elif k < 0.8:
+                v = g.pick(["true", "false"])
+            else:
+                v = g.pick(["undefined", "error"])
+            attrs.append((nm, v))
+            continue
+        g = ListGen(rng, names, other_names, lv)
+        if nm in ("N", "M"):
+            v = g.ad_literal(1, rng.sample(LIST_NESTED + ["A"], rng.randint(2, 4)))
+        elif nm == "E":
+            v = g.ads_list(1)
+        else:
+            v = g.list_literal(1, rng.randint(1, 4))
+            if rng.random() < 0.03:  # a list that contains itself
+                v = v[:-1] + ", " + rng.choice([nm, "MY." + nm]) + "}"
+        attrs.append((nm, v))
+    rng.shuffle(attrs)
+    if rng.random() < 0.8:
+        return "[ " + "; ".join("%s = %s" % a for a in attrs) + " ]"
+    return "\n".join("%s = %s" % a for a in attrs) + "\n"
+
+
+LIST_CMP_OPS = ["<", "<=", "==", "!=", ">=", ">", "is", "isnt"]
+LIST_CTX = ["u", "u + 1", "v", "a", "isUndefined(u)", "u =?= 1", "size(u)", "MY.u", "MY.A",
+            "A", "TARGET.A", "u[0]", "u.a", "strcat(u, v)"]
+
+
+def list_container(g, depth):
+    """A list or nested ad: a reference to one of the ads' or a literal written here."""
+    r = g.r.random()
+    if r < 0.55:
+        c = g.container_ref(0.1)
+        if c:
+            return c
+    if r < 0.8:
+        return g.list_literal(depth)
+    if r < 0.92:
+        return g.ad_literal(depth)
+    return g.ads_list(depth)
+
+
+def list_use(g, depth):
+    """An expression using a list or nested ad in one of the positions they can take."""
+    k = g.r.randrange(30)
+    if 21 <= k < 23 and g.r.random() < 0.5:
+        # inside a nested ad written here, whose a and b must not be referred to from within
+        g.parents.append(["a", "b"])
+        c, d = list_container(g, depth), list_container(g, depth)
+        g.parents.pop()
+        return g.pick(["[a = %s; b = %s]" % (c, d), "[a = %s].a" % c, '[a = %s]["a"]' % c,
+                       "[a = %s; b = %s].b" % (c, d)])
+    c = list_container(g, depth)
+    p = g.paren(c)
+    x = g.scalar_ref() if g.r.random() < 0.5 else g.literal()
+    if k < 4:
+        return c
+    if k < 7:
+        idx = g.pick(["0", "1", "2", "-1", "0", "1", "0", "1", '"a"', '"b"', '"A"', "A", "1.0",
+                      "undefined"])
+        e = "%s[%s]" % (p, idx)
+        if g.r.random() < 0.25:
+            e += "[%s]" % g.pick(["0", "1", '"a"', '"b"'])
+        return e
+    if k < 9:
+        # never on a list or ad copied out by a subscript (`(X["L"]).a`): libclassad reads
+        # freed memory there
+        while c.endswith('"]'):
+            c = list_container(g, depth)
+        e = "%s.%s" % (g.paren(c), g.pick(LIST_NESTED + ["u", "A", "zz"]))
+        return e + ("." + g.pick(LIST_NESTED)) if g.r.random() < 0.15 else e
+    if k < 10:
+        return "%s(%s)" % (g.pick(["size", "isList", "isClassAd", "isUndefined", "isError"]), c)
+    if k < 12:
+        return "%s(%s, %s)" % (g.pick(["member", "identicalMember"]), x, c)
+    if k < 14:
+        return "%s(%s)" % (g.pick(["sum", "avg", "min", "max"]), c)
+    if k < 15:
+        return '%s("%s", %s, %s)' % (g.pick(["anyCompare", "allCompare"]),
+                                     g.pick(LIST_CMP_OPS), c, x)
+    if k < 17:
+        return g.pick(['join(",", @)', "join(@)", "strcat(@)", "string(@)", 'strcat("<", @, ">")',
+                       "toUpper(@)", 'join(@, "x")', "size(string(@))",
+                       'stringListMember("1", join(",", @))']).replace("@", c)
+    if k < 19:
+        d = list_container(g, depth)
+        op = g.pick(["is", "isnt", "=?=", "=!=", "==", "!="])
+        return "%s %s %s" % (p, op, g.paren(d))
+    if k < 21:
+        d = list_container(g, depth)
+        cond = g.pick([x, "true", "false", "undefined", "A > 1", "MY.B", "TARGET.B"])
+        return g.pick(["ifThenElse(%s, %s, %s)" % (cond, c, d),
+                       "%s ? %s : %s" % (g.paren(cond), p, g.paren(d)),
+                       "%s ?: %s" % (p, g.paren(d))])
+    if k < 23:
+        d = list_container(g, depth)
+        return g.pick(["{%s, %s}" % (c, d), "{%s}[0]" % c, "{%s, %s}[1]" % (c, d)])
+    if k < 25:
+        lst = c if g.r.random() < 0.5 else g.ads_list(depth)
+        return "%s(%s, %s)" % (g.pick(["evalInEachContext", "countMatches"]),
+                               g.pick(LIST_CTX), lst)
+    if k < 27:
+        t = g.pick(["listToArgs(@)", "quantize(" + x + ", @)", 'regexpMember("a", @)',
+                    "unparse(@)", "eval(string(@))", "debug(@)", 'split(string(@), "{,}")',
+                    "isError(@[0])", "isUndefined(@[1])", "size(@) > 1", "@[size(@) - 1]"])
+        return t.replace("@", p)
+    if k < 28:
+        return "%s(%s)" % (g.pick(["sum", "min", "max"]), g.list_literal(depth))
+    return "%s.%s" % (g.paren(g.ads_list(depth)), g.pick(["u", "v", "a"]))
+
+
+def gen_list_case(rng):
+    my_names, tg_names = list_ad_plan(rng), list_ad_plan(rng)
+    my_text = list_ad(rng, my_names, tg_names)
+    tg_text = list_ad(rng, tg_names, my_names)
+    g = ListGen(rng, my_names, tg_names, 9)
+    return {"expr": list_use(g, rng.choice([1, 1, 2])), "my": my_text, "target": tg_text}
+
+
+CORPORA = {"general": gen_case, "lists": gen_list_case}
+
+
+def case_at(seed, i, corpus="general"):
     """Case number i of a seed; each case has its own random stream so that workers can
     generate disjoint ranges in parallel and a crash restarts at the next case."""
-    return gen_case(random.Random(seed * 1000003 + i))
+    return CORPORA[corpus](random.Random(seed * 1000003 + i))
 
 
-def generate(seed, count):
-    return [case_at(seed, i) for i in range(count)]
+def generate(seed, count, corpus="general"):
+    return [case_at(seed, i, corpus) for i in range(count)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -690,12 +979,14 @@ MODES = {"eval": eval_case, "unparse": unparse_case, "old-ads": old_ads_case}
 
 def worker_main(mode, source, start, end):
     """Evaluates cases start..end-1, one output line (case + result) per case. `source` is a
-    JSON-lines file of cases, or "seed:S" to generate case i of seed S."""
+    JSON-lines file of cases, or "seed:S" ("lists:S") to generate case i of seed S of the
+    general (list) corpus."""
     fn = MODES[mode]
     out = sys.stdout
-    if source.startswith("seed:"):
-        seed = int(source[5:])
-        cases = (case_at(seed, i) for i in range(start, end))
+    if source.startswith("seed:") or source.startswith("lists:"):
+        corpus, seed = source.split(":")
+        corpus = "general" if corpus == "seed" else corpus
+        cases = (case_at(int(seed), i, corpus) for i in range(start, end))
     else:
         with open(source, encoding="utf-8") as f:
             cases = [json.loads(ln) for ln in f][start:end]
@@ -768,6 +1059,8 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--corpus", choices=sorted(CORPORA), default="general",
+                    help="general: random expressions; lists: lists and nested ads")
     ap.add_argument("--out")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--eval", action="store_true", help="evaluate cases from stdin")
@@ -785,7 +1078,7 @@ def main(argv):
     tmp = "%s.%d.tmp" % (a.out, os.getpid()) if a.out else None
     out = open(tmp, "w", encoding="utf-8") if a.out else sys.stdout
     if a.no_eval:
-        rows = generate(a.seed, a.count)
+        rows = generate(a.seed, a.count, a.corpus)
     elif a.eval or a.unparse or a.old_ads:
         mode = "unparse" if a.unparse else "old-ads" if a.old_ads else "eval"
         cases = [json.loads(ln) for ln in sys.stdin if ln.strip()]
@@ -798,7 +1091,8 @@ def main(argv):
         finally:
             os.unlink(f.name)
     else:
-        rows = run_parallel("eval", "seed:%d" % a.seed, a.count, lambda i: case_at(a.seed, i),
+        source = "%s:%d" % ("seed" if a.corpus == "general" else a.corpus, a.seed)
+        rows = run_parallel("eval", source, a.count, lambda i: case_at(a.seed, i, a.corpus),
                             a.jobs)
     for row in rows:
         out.write(json.dumps(row, ensure_ascii=False) + "\n")

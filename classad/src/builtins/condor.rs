@@ -7,10 +7,11 @@
 use super::args_env;
 use super::stringlist::string_and_delimiters;
 use super::{Args, Builtin as B};
-use crate::eval::{self, ops, Env};
+use crate::ad::ClassAd;
+use crate::eval::{self, ops};
 use crate::expr::Expr;
+use crate::list::List;
 use crate::value::Value;
-use std::sync::Arc;
 
 /// `splitUserName(name)` and `splitSlotName(name)`: the two sides of the `@`; without one the
 /// whole name is the user (or the slot's machine).
@@ -73,75 +74,66 @@ fn split_arb(s: &str, seps: &str) -> Vec<String> {
 }
 
 /// `evalInEachContext(expr, ads)` (the list of results) and `countMatches(expr, ads)` (how many
-/// are true): `expr` evaluated with each ad of the list as MY.
+/// are true): `expr` evaluated with each ad of the list as MY (compat_classad.cpp's
+/// evalInEachContext_func and evaluateInContext).
+///
+/// An attribute reference as `expr` means that attribute's expression, looked up first, as
+/// libclassad's `AttributeReference::Deref` does, which moves the caller's current ad (see
+/// `eval::deref`): the list is then evaluated (unless it is written as a literal) from where
+/// the lookup stopped. Each element is evaluated in the caller's scope; an ad among them is a
+/// new evaluation state of its own, in which an ad directly inside MY or TARGET falls back to
+/// the other ad for bare names as they do.
 pub(super) fn eval_in_each_context(f: B, a: &Args) -> Value {
     if a.len() != 2 {
         return Value::Error;
     }
-    // An attribute reference as the expression means "that attribute's expression".
-    let mut expr: &Expr = a.expr(0);
-    let mut holder = None;
-    if let Expr::Attr(name) = a.expr(0) {
-        if let Some(cur) = a.env.cur {
-            if let Some(found) = cur.lookup_name(name) {
-                holder = Some(found.clone());
-            }
+    let (ctx, env) = (a.ctx, a.env);
+    let is_each = f == B::EvalInEachContext;
+    let found = match a.expr(0) {
+        Expr::Attr(_) | Expr::Abs(_) | Expr::Scoped(..) | Expr::Select(..) => {
+            eval::deref(ctx, env, a.expr(0))
         }
-    }
-    if let Some(h) = &holder {
-        expr = h;
-    }
-    // libclassad's dereference of an unresolvable reference leaves its evaluation state
-    // at the outermost (match) scope, where the list argument then resolves nothing.
-    let unresolvable = a.env.target.is_some()
-        && holder.is_none()
-        && match a.expr(0) {
-            Expr::Attr(_) => true,
-            Expr::Scoped(crate::ScopeKw::My, _, n) => {
-                a.env.cur.is_some_and(|c| c.lookup_name(n).is_none())
-            }
-            Expr::Scoped(crate::ScopeKw::Target, _, n) => {
-                a.env.target.is_some_and(|t| t.lookup_name(n).is_none())
-            }
-            _ => false,
-        };
-    let l = if unresolvable {
-        eval::eval(
-            a.ctx,
-            Env {
-                cur: None,
-                target: None,
-                root: None,
-                alternate: false,
-            },
-            a.expr(1),
-        )
-    } else {
-        a.eval(1)
+        _ => None,
     };
-    let Value::List(l) = l else {
-        return match l {
-            Value::Undefined if f == B::EvalInEachContext => Value::Undefined,
-            Value::Undefined => Value::Int(0),
-            _ => Value::Error,
-        };
+    let (expr, expr_scope): (&Expr, Option<&ClassAd>) = match &found {
+        Some(x) => (&x.expr, Some(&x.ad)),
+        None => (a.expr(0), env.lex),
     };
+    let list = match a.expr(1) {
+        // A literal is used as it is written.
+        Expr::List(items) => List::of_exprs(items.clone(), env.lex.cloned(), false),
+        // Anything else is evaluated (a failure there is not one of the call's).
+        other => match ctx_isolated(a, other) {
+            Value::List(l) => l,
+            Value::Undefined if is_each => return Value::Undefined,
+            Value::Undefined => return Value::Int(0),
+            _ => return Value::Error,
+        },
+    };
+    let in_match = env.pair.is_some();
     let mut out = Vec::new();
     let mut count = 0i64;
-    for item in l.iter() {
+    for i in 0..list.len() {
+        let item = {
+            let saved = ctx.failed();
+            ctx.set_failed(false);
+            let v = eval::element_in(ctx, env, &list, i);
+            let v = if ctx.failed() { Value::Error } else { v };
+            ctx.set_failed(saved);
+            v
+        };
         let v = match item {
             Value::Ad(ad) => {
-                let inner = Env {
-                    cur: Some(ad),
-                    root: Some(ad),
-                    target: a.env.target,
-                    alternate: a.env.alternate,
+                let own_side = |t: Option<&ClassAd>| {
+                    t.is_some_and(|t| ad.parent().is_some_and(|p| p.same_attrs(t)))
                 };
-                // A failure inside one context is only an error for that element.
-                let saved = a.ctx.failed();
-                let v = eval::eval(a.ctx, inner, expr);
-                a.ctx.set_failed(saved);
-                v
+                let fresh = env.fresh(&ad);
+                let inner = eval::Env {
+                    lex: expr_scope,
+                    alternate: in_match && (own_side(env.left()) || own_side(env.right())),
+                    ..fresh
+                };
+                eval::in_new_state(ctx, || eval::eval(ctx, inner, expr))
             }
             Value::Undefined => Value::Undefined,
             _ => Value::Error,
@@ -151,25 +143,27 @@ pub(super) fn eval_in_each_context(f: B, a: &Args) -> Value {
                 count += 1;
             }
         } else {
-            // The reference stores each result as a literal; a reltime literal reads
-            // back as a real.
-            out.push(match v {
-                Value::RelTime(r) => Value::Real(r),
-                // Observed: in a match, list and ad results come back empty from the
-                // reference.
-                Value::List(_) if a.env.target.is_some() => Value::list(Vec::new()),
-                Value::Ad(_) if a.env.target.is_some() => {
-                    Value::Ad(Arc::new(crate::ClassAd::new()))
-                }
-                other => other,
-            });
+            // The reference stores each result as a literal (a reltime literal reads back
+            // as a real) or, for a list or an ad, a copy.
+            out.push(eval::literal_of(&v));
         }
     }
     if f == B::CountMatches {
         Value::Int(count)
     } else {
-        Value::list(out)
+        // The list holds copies of the list and ad results (see `List::owning`).
+        Value::List(List::owning(out))
     }
+}
+
+/// Evaluates argument expression `e` where a failure is only an error.
+fn ctx_isolated(a: &Args, e: &Expr) -> Value {
+    let saved = a.ctx.failed();
+    a.ctx.set_failed(false);
+    let v = eval::eval(a.ctx, a.env, e);
+    let v = if a.ctx.failed() { Value::Error } else { v };
+    a.ctx.set_failed(saved);
+    v
 }
 
 /// `userHome(owner[, default])`: the user's home directory from /etc/passwd.
@@ -177,15 +171,17 @@ pub(super) fn user_home(a: &Args) -> Value {
     if !(1..=2).contains(&a.len()) {
         return a.ctx.fail();
     }
+    // HTCondor's userHome ignores a failure to evaluate either argument (its value is then
+    // not a string).
     let default = if a.len() == 2 {
-        match a.eval(1) {
+        match a.ctx.isolated(|| a.eval(1)) {
             Value::Str(s) => s.to_string(),
             _ => String::new(),
         }
     } else {
         String::new()
     };
-    let owner = a.eval(0);
+    let owner = a.ctx.isolated(|| a.eval(0));
     if owner.is_undefined() && default.is_empty() {
         return Value::Undefined;
     }
@@ -279,9 +275,10 @@ pub(super) fn args(f: B, a: &Args) -> Value {
         let Value::List(l) = v else {
             return Value::Error;
         };
+        // Each element evaluated in the call's scope, as libclassad does.
         let mut args = Vec::with_capacity(l.len());
-        for item in l.iter() {
-            match item {
+        for i in 0..l.len() {
+            match eval::element_in(a.ctx, a.env, &l, i) {
                 Value::Str(s) => args.push(s.to_string()),
                 _ => return Value::Error,
             }

@@ -6,8 +6,6 @@
 use super::c_number::{c_double_to_i32, c_double_to_i64, strtod};
 use super::time::{local_offset, now_secs};
 use super::Args;
-use crate::eval::Env;
-use crate::expr::Expr;
 use crate::format;
 use crate::value::Value;
 
@@ -207,64 +205,7 @@ pub fn to_string_value(v: &Value) -> Value {
     }
 }
 
-/// `to_string_value` of the `i`th argument, printing list literals as libclassad does.
+/// `to_string_value` of the `i`th argument (a list prints its element expressions).
 pub(super) fn arg_string(a: &Args, i: usize) -> Value {
-    let v = a.eval(i);
-    if let Value::List(_) = v {
-        if let Some(text) = list_source_text(a.env, a.expr(i)) {
-            return Value::string(text);
-        }
-    }
-    to_string_value(&v)
-}
-
-/// The source text libclassad prints when it turns a list into a string: its lists keep the
-/// element expressions unevaluated, so `string({1 + 1})` is `"{ 1 + 1 }"`. Found for a list
-/// literal argument or an attribute whose expression is one.
-pub(super) fn list_source_text(env: Env<'_>, e: &Expr) -> Option<String> {
-    list_source_expr(env, e).map(|x| x.to_string())
-}
-
-/// The list literal an argument denotes (directly or through an attribute), if any.
-pub(super) fn list_source_expr<'a>(env: Env<'a>, e: &'a Expr) -> Option<&'a Expr> {
-    list_source_expr_depth(env, e, 8)
-}
-
-fn list_source_expr_depth<'a>(env: Env<'a>, e: &'a Expr, depth: u32) -> Option<&'a Expr> {
-    if depth == 0 {
-        return None;
-    }
-    let mut e = e;
-    while let Expr::Paren(x) = e {
-        e = x;
-    }
-    let found: Option<&Expr> = match e {
-        Expr::List(_) => Some(e),
-        Expr::Attr(n) | Expr::Scoped(crate::ScopeKw::My, _, n) => {
-            let mut hit = env
-                .cur
-                .and_then(|c| c.lookup_enclosing(n))
-                .map(|(x, _)| &**x);
-            if hit.is_none() {
-                if let (Expr::Attr(_), true, Some(t)) = (e, env.alternate, env.target) {
-                    hit = t.lookup_name(n).map(|x| &**x);
-                }
-            }
-            hit
-        }
-        Expr::Scoped(crate::ScopeKw::Target, _, n) => {
-            env.target.and_then(|t| t.lookup_name(n)).map(|x| &**x)
-        }
-        _ => None,
-    };
-    let mut f = found?;
-    while let Expr::Paren(x) = f {
-        f = x;
-    }
-    match f {
-        Expr::List(_) => Some(f),
-        // `R = L` where L is a list literal: follow a short chain of references.
-        Expr::Attr(_) | Expr::Scoped(..) => list_source_expr_depth(env, f, depth - 1),
-        _ => None,
-    }
+    to_string_value(&a.eval(i))
 }

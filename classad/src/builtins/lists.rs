@@ -2,11 +2,20 @@
 //! `anyCompare`, `allCompare` (libclassad's `testMember`, `size`, `sumAvg`, `minMax` and
 //! `listCompare` in src/classad/fnCall.cpp, "useful for lists as sets"). `size` also counts
 //! the attributes of an ad and the bytes of a string, as the reference's does.
+//!
+//! Like libclassad's, they evaluate a list's elements themselves, one at a time and only as far
+//! as they need, in the scope of the call (see [`crate::List`]): `member(1, TARGET.L)` looks
+//! the names in L's elements up where the call stands.
 use super::{Args, Builtin as B};
-use crate::eval::ops;
+use crate::eval::{self, ops};
 use crate::expr::BinOp;
+use crate::list::List;
 use crate::value::Value;
-use std::sync::Arc;
+
+/// The elements of `l` as the list functions evaluate them, one at a time: in the call's scope.
+fn elements<'x>(a: &'x Args, l: &'x List) -> impl Iterator<Item = Value> + 'x {
+    (0..l.len()).map(move |i| eval::element_in(a.ctx, a.env, l, i))
+}
 
 /// `member(x, list)` (`==`) and `identicalMember(x, list)` (`is`).
 pub(super) fn member(f: B, a: &Args) -> Value {
@@ -27,8 +36,8 @@ pub(super) fn member(f: B, a: &Args) -> Value {
     if !use_is && x.is_error() {
         return Value::Error;
     }
-    for item in l.iter() {
-        let r = ops::binary(if use_is { BinOp::Is } else { BinOp::Eq }, item, &x);
+    for item in elements(a, &l) {
+        let r = ops::binary(if use_is { BinOp::Is } else { BinOp::Eq }, &item, &x);
         if r.is_true() {
             return Value::Bool(true);
         }
@@ -52,30 +61,45 @@ pub(super) fn size(a: &Args) -> Value {
 
 /// `sum(list)` and `avg(list)`.
 pub(super) fn sum_avg(f: B, a: &Args) -> Value {
-    match only_list_arg(a) {
-        Ok(l) => sum_avg_of(f == B::Sum, &l),
+    match only_list_arg(a).and_then(|l| numbers(a, &l)) {
+        Ok(nums) => sum_avg_of(f == B::Sum, &nums),
         Err(v) => v,
     }
 }
 
 /// `min(list)` and `max(list)`.
 pub(super) fn min_max(f: B, a: &Args) -> Value {
-    match only_list_arg(a) {
-        Ok(l) => min_max_of(f == B::Min, &l),
+    match only_list_arg(a).and_then(|l| numbers(a, &l)) {
+        Ok(nums) => min_max_of(f == B::Min, &nums),
         Err(v) => v,
     }
 }
 
 /// The one argument of `sum`, `avg`, `min` and `max`, a list; otherwise the call's result.
-fn only_list_arg(a: &Args) -> Result<Arc<Vec<Value>>, Value> {
+fn only_list_arg(a: &Args) -> Result<List, Value> {
     if a.len() != 1 {
         return Err(Value::Error);
     }
     list(a.eval(0))
 }
 
+/// The defined elements of a list for sum, avg, min and max, which must all be numbers
+/// (booleans count as numbers, as in libclassad): evaluated in order up to the first that is
+/// not one, which makes the call an error.
+fn numbers(a: &Args, l: &List) -> Result<Vec<Value>, Value> {
+    let mut out = Vec::with_capacity(l.len());
+    for v in elements(a, l) {
+        match v {
+            Value::Undefined => {}
+            Value::Int(_) | Value::Real(_) | Value::Bool(_) => out.push(v),
+            _ => return Err(Value::Error),
+        }
+    }
+    Ok(out)
+}
+
 /// A list argument; `undefined` gives `undefined`, anything else `error`.
-fn list(v: Value) -> Result<Arc<Vec<Value>>, Value> {
+fn list(v: Value) -> Result<List, Value> {
     match v {
         Value::Undefined => Err(Value::Undefined),
         Value::List(l) => Ok(l),
@@ -109,8 +133,8 @@ pub(super) fn compare(f: B, a: &Args) -> Value {
     };
     let x = a.eval(2);
     let all = f == B::AllCompare;
-    for item in l.iter() {
-        match ops::binary(op, item, &x) {
+    for item in elements(a, &l) {
+        match ops::binary(op, &item, &x) {
             Value::Bool(true) => {
                 if !all {
                     return Value::Bool(true);
@@ -131,27 +155,10 @@ pub(super) fn compare(f: B, a: &Args) -> Value {
     Value::Bool(all)
 }
 
-/// The defined elements of a list for sum, avg, min and max, which must all be numbers
-/// (booleans count as numbers, as in libclassad); `None` when one is not.
-fn numbers(items: &[Value]) -> Option<impl Iterator<Item = &Value> + Clone> {
-    items
-        .iter()
-        .all(|v| {
-            matches!(
-                v,
-                Value::Undefined | Value::Int(_) | Value::Real(_) | Value::Bool(_)
-            )
-        })
-        .then(|| items.iter().filter(|v| !v.is_undefined()))
-}
-
-/// libclassad's sum()/avg() over already evaluated elements: 0 when there are none.
-fn sum_avg_of(only_sum: bool, items: &[Value]) -> Value {
-    let Some(nums) = numbers(items) else {
-        return Value::Error;
-    };
+/// libclassad's sum()/avg() over the defined elements (all numbers): 0 when there are none.
+fn sum_avg_of(only_sum: bool, nums: &[Value]) -> Value {
     let Some(sum) = nums
-        .clone()
+        .iter()
         .cloned()
         .reduce(|acc, v| ops::binary(BinOp::Add, &acc, &v))
     else {
@@ -160,7 +167,7 @@ fn sum_avg_of(only_sum: bool, items: &[Value]) -> Value {
     if only_sum {
         sum
     } else {
-        ops::binary(BinOp::Div, &sum, &Value::Real(nums.count() as f64))
+        ops::binary(BinOp::Div, &sum, &Value::Real(nums.len() as f64))
     }
 }
 
@@ -178,13 +185,12 @@ fn coerce_in_place(a: &mut Value, b: &mut Value) {
     }
 }
 
-/// libclassad's min()/max() over already evaluated elements: undefined when there are none.
-fn min_max_of(is_min: bool, items: &[Value]) -> Value {
-    let Some(nums) = numbers(items) else {
-        return Value::Error;
-    };
+/// libclassad's min()/max() over the defined elements (all numbers): undefined when there are
+/// none.
+fn min_max_of(is_min: bool, nums: &[Value]) -> Value {
     let op = if is_min { BinOp::Lt } else { BinOp::Gt };
-    nums.cloned()
+    nums.iter()
+        .cloned()
         .reduce(|mut best, mut v| {
             // libclassad's comparison coerces both operands in place (bool -> int, int -> real).
             coerce_in_place(&mut v, &mut best);

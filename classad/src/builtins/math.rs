@@ -62,8 +62,9 @@ pub(super) fn quantize(a: &Args) -> Value {
     if let Value::List(l) = &arg2 {
         let mut base = Value::Real(0.0);
         let mut rb = 0.0;
-        for item in l.iter() {
-            base = item.clone();
+        // Each element evaluated in the call's scope, as libclassad does.
+        for i in 0..l.len() {
+            base = crate::eval::element_in(a.ctx, a.env, l, i);
             match to_real_value(&base) {
                 Value::Real(r) => {
                     rb = r;

@@ -12,7 +12,6 @@ use crate::expr::Expr;
 use crate::format;
 use crate::name::Name;
 use crate::value::Value;
-use std::sync::Arc;
 
 /// `ifThenElse(cond, then, else)`: evaluates only the branch it returns.
 pub(super) fn if_then_else(a: &Args) -> Value {
@@ -42,8 +41,16 @@ pub(super) fn eval(a: &Args) -> Value {
     let Value::Str(s) = to_string_value(&a.eval(0)) else {
         return Value::Error;
     };
+    // The parsed expression's parent scope is the current ad (libclassad sets it so).
     match crate::parser::parse_expr(&s) {
-        Ok(e) => eval::eval(a.ctx, a.env, &e),
+        Ok(e) => eval::eval(
+            a.ctx,
+            Env {
+                lex: a.env.cur,
+                ..a.env
+            },
+            &e,
+        ),
         Err(_) => Value::Error,
     }
 }
@@ -91,40 +98,12 @@ pub(super) fn unresolved(a: &Args) -> Value {
     ) {
         return Value::Error;
     }
-    // Dereference the argument without evaluating it.
-    let start: Option<(Arc<Expr>, &ClassAd)> = match a.expr(0) {
-        Expr::Attr(n) => {
-            let mut found = enclosing(env.cur, n);
-            if found.is_none() && env.alternate {
-                if let Some(t) = env.target {
-                    found = t.lookup_name(n).map(|e| (e.clone(), t));
-                }
-            }
-            found
-        }
-        // MY.x from inside a nested ad literal: the current ad, then its enclosing ads (as
-        // evaluating MY.x does; the reference gives "" for `[c = unresolved(MY.S)]`).
-        Expr::Scoped(crate::ScopeKw::My, _, n) => enclosing(env.cur, n),
-        Expr::Scoped(crate::ScopeKw::Target, _, n) => env
-            .target
-            .and_then(|t| t.lookup_name(n).map(|e| (e.clone(), t))),
-        _ => None,
-    };
-    // `x.y`: the base must evaluate to an ad holding y (or an enclosing ad of it).
-    let holder;
-    let start = match (a.expr(0), start) {
-        (Expr::Select(base, n), None) => match eval::eval(ctx, env, base) {
-            Value::Ad(ad) => {
-                holder = ad;
-                enclosing(Some(&holder), n)
-            }
-            _ => None,
-        },
-        (_, s) => s,
-    };
-    let Some((expr, home)) = start else {
+    // Dereference the argument without evaluating it (which, as in libclassad, leaves the
+    // current ad where the lookup stopped: see `eval::deref`).
+    let Some(found) = eval::deref(ctx, env, a.expr(0)) else {
         return Value::Undefined;
     };
+    let (expr, home) = (found.expr.clone(), &found.ad);
     let re = if a.len() == 2 {
         match a.eval(1) {
             Value::Str(p) => match regex::RegexBuilder::new(&p).case_insensitive(true).build() {
@@ -137,7 +116,10 @@ pub(super) fn unresolved(a: &Args) -> Value {
         None
     };
     let mut refs: Vec<String> = Vec::new();
-    let walker = RefWalker { ctx, env };
+    let walker = RefWalker {
+        ctx,
+        env: env.enter(home),
+    };
     let ok = walker.walk(&expr, home, &mut refs, 0);
     refs.sort_by(|x, y| ops::strcasecmp(x, y));
     refs.dedup_by(|x, y| x.eq_ignore_ascii_case(y));
@@ -158,11 +140,6 @@ pub(super) fn unresolved(a: &Args) -> Value {
         Some(re) => Value::Bool(names.iter().any(|n| !n.is_empty() && re.is_match(n))),
         None => Value::string(names.join(",")),
     }
-}
-
-/// Attribute `n` of `ad` or its enclosing ads, with the ad that holds it.
-fn enclosing<'x>(ad: Option<&'x ClassAd>, n: &Name) -> Option<(Arc<Expr>, &'x ClassAd)> {
-    ad?.lookup_enclosing(n).map(|(e, c)| (e.clone(), c))
 }
 
 /// Collects the names an expression needs that nothing defines, following the references

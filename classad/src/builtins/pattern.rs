@@ -20,10 +20,15 @@ pub(super) fn regexp(f: B, a: &Args) -> Value {
         (B::Regexp, Value::Str(p), Value::Str(t)) => regex_helper(p, t, None, &opts),
         (B::RegexpMember, Value::Str(p), Value::List(l)) => {
             let mut maybe_undef = false;
-            for item in l.iter() {
+            // Each element evaluated in the call's scope; one that fails to evaluate makes the
+            // call an error, and fails nothing else (as in libclassad).
+            for i in 0..l.len() {
+                let item = crate::eval::in_new_state(a.ctx, || {
+                    crate::eval::element_in(a.ctx, a.env, l, i)
+                });
                 match item {
                     Value::Str(t) => {
-                        if regex_helper(p, t, None, &opts).is_true() {
+                        if regex_helper(p, &t, None, &opts).is_true() {
                             return Value::Bool(true);
                         }
                     }
@@ -59,21 +64,20 @@ pub(super) fn substitute(f: B, a: &Args) -> Value {
     regex_helper(p, t, Some(r), &opts)
 }
 
-/// PCRE's `$` (without the m option) also matches before a newline that ends the subject;
-/// Rust's does not. When the subject's only newline is its last character, `(?m:$)` has
-/// exactly PCRE's meaning, so unescaped `$` outside classes is rewritten for such subjects.
-fn pcre_dollar(p: &str, target: &str) -> Option<String> {
-    if !target.ends_with('\n') || target[..target.len() - 1].contains('\n') || !p.contains('$') {
-        return None;
-    }
+/// `p` with the characters outside escapes and character classes that `rewrite` takes (it is
+/// given each one's byte offset and writes what replaces it; `false` keeps the character).
+fn rewrite_outside_classes(
+    p: &str,
+    mut rewrite: impl FnMut(usize, char, &mut String) -> bool,
+) -> String {
     let mut out = String::with_capacity(p.len() + 8);
-    let mut chars = p.chars();
+    let mut chars = p.char_indices();
     let mut in_class = false;
-    while let Some(c) = chars.next() {
+    while let Some((i, c)) = chars.next() {
         match c {
             '\\' => {
                 out.push(c);
-                if let Some(n) = chars.next() {
+                if let Some((_, n)) = chars.next() {
                     out.push(n);
                 }
             }
@@ -85,11 +89,26 @@ fn pcre_dollar(p: &str, target: &str) -> Option<String> {
                 in_class = false;
                 out.push(c);
             }
-            '$' if !in_class => out.push_str("(?m:$)"),
+            _ if !in_class && rewrite(i, c, &mut out) => {}
             _ => out.push(c),
         }
     }
-    Some(out)
+    out
+}
+
+/// PCRE's `$` (without the m option) also matches before a newline that ends the subject;
+/// Rust's does not. When the subject's only newline is its last character, `(?m:$)` has
+/// exactly PCRE's meaning, so unescaped `$` outside classes is rewritten for such subjects.
+fn pcre_dollar(p: &str, target: &str) -> Option<String> {
+    if !target.ends_with('\n') || target[..target.len() - 1].contains('\n') || !p.contains('$') {
+        return None;
+    }
+    Some(rewrite_outside_classes(p, |_, c, out| {
+        c == '$' && {
+            out.push_str("(?m:$)");
+            true
+        }
+    }))
 }
 
 /// A regex for a pattern matched against `target`, with PCRE's meaning of `$` kept.
@@ -103,9 +122,43 @@ fn build_regex_for(p: &str, opts: &str, target: &str) -> Option<regex::Regex> {
     }
 }
 
+/// PCRE reads `{` as a literal unless a quantifier follows it exactly (`{n}`, `{n,}`,
+/// `{n,m}`): `a{`, `{x}` and `x{ 2}` match themselves there, and are an error or a
+/// quantifier for Rust's regex, so such braces are escaped.
+fn pcre_braces(p: &str) -> std::borrow::Cow<'_, str> {
+    if !p.contains('{') {
+        return std::borrow::Cow::Borrowed(p);
+    }
+    let b = p.as_bytes();
+    let quantifier = |i: usize| {
+        let digits = |mut j: usize| {
+            let start = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            (j > start, j)
+        };
+        let (some, mut j) = digits(i + 1);
+        if !some {
+            return false;
+        }
+        if j < b.len() && b[j] == b',' {
+            j = digits(j + 1).1;
+        }
+        j < b.len() && b[j] == b'}'
+    };
+    std::borrow::Cow::Owned(rewrite_outside_classes(p, |i, c, out| {
+        c == '{' && !quantifier(i) && {
+            out.push_str("\\{");
+            true
+        }
+    }))
+}
+
 /// A regex for a pattern with PCRE's option letters.
 pub(super) fn build_regex(p: &str, opts: &str) -> Option<regex::Regex> {
-    let mut b = regex::RegexBuilder::new(p);
+    let p = pcre_braces(p);
+    let mut b = regex::RegexBuilder::new(&p);
     b.case_insensitive(opts.contains('i'))
         .multi_line(opts.contains('m'))
         .dot_matches_new_line(opts.contains('s'))

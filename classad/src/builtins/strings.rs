@@ -1,20 +1,20 @@
 //! String functions: `strcat`, `join`, `toUpper`, `toLower`, `substr`, `strcmp`, `stricmp`
 //! (libclassad's `strCat`, `changeCase`, `subString` and `compareString` in
-//! src/classad/fnCall.cpp). Non-string arguments are converted as `string()` converts them,
-//! list literals printed as their source text (see the conversion family).
-use super::conversion::{arg_string, list_source_expr, list_source_text, to_string_value};
+//! src/classad/fnCall.cpp). Non-string arguments are converted as `string()` converts them (a
+//! list prints as its element expressions, see the conversion family).
+use super::conversion::{arg_string, to_string_value};
 use super::{Args, Builtin as B};
-use crate::eval::ops;
-use crate::expr::Expr;
+use crate::eval::{self, ops};
 use crate::value::Value;
 
-/// `strcat(x...)` and `join(separator, x...)`, `join(separator, list)`, `join(list)`.
+/// `strcat(x...)` and `join(separator, x...)`, `join(separator, list)`, `join(list)`. A list
+/// given to `join` is joined element by element, each evaluated in the call's scope as
+/// libclassad passes them as the call's arguments; any other list prints as its element
+/// expressions (libclassad's string of a list).
 pub(super) fn strcat(a: &Args, is_join: bool) -> Value {
-    let env = a.env;
     let mut items: Vec<Value> = Vec::with_capacity(a.len());
     let mut done = false;
     if is_join && !a.is_empty() && a.len() <= 2 {
-        let last_expr = a.expr(a.len() - 1);
         let last = a.eval(a.len() - 1);
         if let Value::List(l) = &last {
             if a.len() == 2 {
@@ -22,33 +22,12 @@ pub(super) fn strcat(a: &Args, is_join: bool) -> Value {
             } else {
                 items.push(Value::str(""));
             }
-            // Elements that are lists print as their source text, as in libclassad.
-            let elems: Option<&Vec<Expr>> = match list_source_expr(env, last_expr) {
-                Some(Expr::List(xs)) if xs.len() == l.len() => Some(xs),
-                _ => None,
-            };
-            for (i, v) in l.iter().enumerate() {
-                match (v, elems) {
-                    (Value::List(_), Some(xs)) => {
-                        let text = list_source_text(env, &xs[i]).map(Value::string);
-                        items.push(text.unwrap_or_else(|| v.clone()));
-                    }
-                    _ => items.push(v.clone()),
-                }
-            }
+            items.extend((0..l.len()).map(|i| eval::element_in(a.ctx, a.env, l, i)));
             done = true;
         }
     }
     if !done {
-        for i in 0..a.len() {
-            let v = a.eval(i);
-            items.push(match v {
-                Value::List(_) => list_source_text(env, a.expr(i))
-                    .map(Value::string)
-                    .unwrap_or(v),
-                other => other,
-            });
-        }
+        items.extend((0..a.len()).map(|i| a.eval(i)));
     }
     let mut buf = String::new();
     let mut sep = String::new();

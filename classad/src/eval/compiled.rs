@@ -20,7 +20,9 @@
 //! limit and cycle detection behave identically). The tests below and
 //! `classad/tests/compiled.rs` (every generated differential case as Requirements and Rank)
 //! check this; the `matching` fuzz target asserts it.
-use super::{eval, eval_found, list_kind, ops, swapped, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH};
+use super::{
+    eval, eval_found, ops, Ctx, Env, ACTIVE, MAX_EVAL_DEPTH, STACK_RED_ZONE, STACK_SEGMENT,
+};
 use crate::ad::ClassAd;
 use crate::expr::{BinOp, Expr, ScopeKw, UnOp};
 use crate::name::{eq_ci, Name};
@@ -119,10 +121,10 @@ impl Matcher {
         // `matches`/`rank` evaluate these from the top (`eval_in`): depth 0, through `eval`.
         let requirements = ad
             .lookup_name(crate::matching::requirements())
-            .map(|e| c.compile(e, 0, false));
+            .map(|e| c.compile_top(e));
         let rank = ad
             .lookup_name(crate::matching::rank_name())
-            .map(|e| c.compile(e, 0, false));
+            .map(|e| c.compile_top(e));
         Matcher { requirements, rank }
     }
 
@@ -138,6 +140,20 @@ impl Matcher {
         self.requirements
             .as_ref()
             .is_some_and(|n| run_top_with(n, my, target, |v, ctx| v.is_true() && !ctx.failed()))
+    }
+
+    /// `Rank` of `my` against `target` as a number (`matching::rank`): booleans 1 or 0,
+    /// anything that is not a number 0, as is an ad without one.
+    pub(crate) fn rank_number(&self, my: &ClassAd, target: &ClassAd) -> f64 {
+        self.rank.as_ref().map_or(0.0, |n| {
+            run_top_with(n, my, target, |v, ctx| {
+                if ctx.failed() {
+                    0.0
+                } else {
+                    crate::matching::rank_of(v)
+                }
+            })
+        })
     }
 
     /// `Rank` of `my` against `target`; `None` when the ad has none.
@@ -192,7 +208,9 @@ fn combine(or: bool, a: Truth, b: Truth) -> Truth {
 
 /// The value of a compiled expression of `my` against `target`, as `eval_in` gives it.
 fn run_top(n: &Node, my: &ClassAd, target: &ClassAd) -> Value {
-    run_top_with(n, my, target, |v, ctx| ctx.finish(v.clone()))
+    run_top_with(n, my, target, |v, ctx| {
+        super::result(ctx.finish(v.clone()), Some(my), Some(target))
+    })
 }
 
 /// Runs a compiled expression of `my` against `target` from the top of a match and hands the
@@ -204,7 +222,11 @@ fn run_top_with<R>(
     f: impl FnOnce(&Value, &Ctx) -> R,
 ) -> R {
     let ctx = Ctx::new();
-    let env = Env::top(Some(my), Some(target));
+    let pair = super::Pair {
+        left: my,
+        right: target,
+    };
+    let env = Env::top(Some(my), Some(&pair));
     let mut slot = Value::Undefined;
     let v = run(n, &ctx, env, &mut slot);
     f(v, &ctx)
@@ -245,7 +267,42 @@ struct Compiler<'a> {
     nesting: u32,
 }
 
+/// Whether evaluating `e` can move the evaluation state's current ad for what follows it in
+/// the same attribute (see `Leak`): a call of `evalInEachContext`, `countMatches` or
+/// `unresolved` written in it. Compiled nodes do not follow such a move, so an expression
+/// with one is left whole to the interpreter (one attribute's move ends with its evaluation).
+fn may_leak(e: &Expr) -> bool {
+    use crate::builtins::Builtin as B;
+    match e {
+        Expr::Lit(_)
+        | Expr::RelTimeLit(_)
+        | Expr::OldAbsTimeLit { .. }
+        | Expr::Attr(_)
+        | Expr::Abs(_)
+        | Expr::Scoped(..)
+        | Expr::Ad(_) => false,
+        Expr::Select(a, _) | Expr::Unary(_, a) | Expr::Paren(a) => may_leak(a),
+        Expr::Index(a, b) | Expr::Binary(_, a, b) => may_leak(a) || may_leak(b),
+        Expr::Cond(c, m, x) => may_leak(c) || m.as_deref().is_some_and(may_leak) || may_leak(x),
+        Expr::Call(c) => {
+            matches!(
+                c.func,
+                Some(B::EvalInEachContext | B::CountMatches | B::Unresolved)
+            ) || c.args.iter().any(may_leak)
+        }
+        Expr::List(l) => l.iter().any(may_leak),
+    }
+}
+
 impl Compiler<'_> {
+    /// Compiles a top-level expression (Requirements, Rank).
+    fn compile_top(&mut self, e: &Expr) -> Node {
+        if may_leak(e) {
+            return interp(e, 0);
+        }
+        self.compile(e, 0, false)
+    }
+
     /// Compiles `e`, which the interpreter would evaluate with its depth counter at `depth`,
     /// through `eval` (`by_ref` false) or through the operand path `eval_ref` (true), which
     /// passes parentheses without counting them.
@@ -281,6 +338,9 @@ impl Compiler<'_> {
             // A match has a target, so the outermost scope is the match itself: undefined.
             Expr::Abs(_) => Node::Const(Value::Undefined),
             Expr::Attr(n) => match self.ad.lookup_name(n) {
+                // An attribute that can move the current ad is left to the interpreter, which
+                // ends the move with the attribute's evaluation.
+                Some(found) if may_leak(found) => interp(e, depth),
                 Some(found) => self.own_attribute(found, inner),
                 None if is_special_bare(n) => interp(e, depth),
                 None => Node::Target {
@@ -289,6 +349,7 @@ impl Compiler<'_> {
                 },
             },
             Expr::Scoped(ScopeKw::My, _, n) => match self.ad.lookup_name(n) {
+                Some(found) if may_leak(found) => interp(e, depth),
                 Some(found) => self.own_attribute(found, inner),
                 None if is_special_scoped(n) => interp(e, depth),
                 None => Node::Const(Value::Undefined),
@@ -298,11 +359,6 @@ impl Compiler<'_> {
                 depth: inner,
             },
             Expr::Binary(op, a, b) => {
-                let is_list_sensitive = matches!(op, BinOp::Is | BinOp::Isnt)
-                    && (list_kind(a).is_some() || list_kind(b).is_some());
-                if is_list_sensitive {
-                    return interp(e, depth);
-                }
                 let (a, b) = (self.compile(a, inner, true), self.compile(b, inner, true));
                 fold_binary(*op, a, b)
             }
@@ -494,7 +550,7 @@ fn target_attr<'a>(
             Expr::Lit(v) => v,
             e => {
                 ctx.depth.set(depth);
-                *slot = eval_found(ctx, swapped(env, t), e);
+                *slot = eval_found(ctx, env.enter(t), e);
                 slot
             }
         },
@@ -547,7 +603,13 @@ fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Val
                 a.set(*key);
             }
             ctx.n_active.set(n + 1);
-            let v = run(inner, ctx, env, slot);
+            // Long chains of attributes compiled in place recurse deeply: every 8 of them the
+            // stack is grown on demand, as the interpreter does.
+            let v = if n % 8 == 7 {
+                stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || run(inner, ctx, env, slot))
+            } else {
+                run(inner, ctx, env, slot)
+            };
             ctx.n_active.set(n);
             v
         }
@@ -564,13 +626,19 @@ fn run<'a>(n: &'a Node, ctx: &Ctx, env: Env<'a>, slot: &'a mut Value) -> &'a Val
                 Some(m) => match ops::bool_equiv(cv) {
                     Some(true) => run(m, ctx, env, slot),
                     Some(false) => run(x, ctx, env, slot),
-                    None => match cv {
-                        Value::Undefined => &UNDEFINED,
-                        _ => {
+                    None => {
+                        // Both branches are evaluated, as the interpreter does, for their
+                        // failures.
+                        let undefined = cv.is_undefined();
+                        run(m, ctx, env, &mut Value::Undefined);
+                        run(x, ctx, env, &mut Value::Undefined);
+                        if undefined {
+                            &UNDEFINED
+                        } else {
                             *slot = Value::Error;
                             slot
                         }
-                    },
+                    }
                 },
                 None => match cv {
                     Value::Undefined => run(x, ctx, env, slot),
@@ -737,5 +805,33 @@ mod tests {
         assert_eq!(requirements_value(&ad, &ad), interpreted(&ad, &ad));
         assert!(matches(&ad, &ad));
         assert_eq!(rank(&ad, &ad), 3.0);
+    }
+
+    #[test]
+    fn rank_as_a_number_is_the_ranks_value_as_one() {
+        use crate::matching::rank_value;
+        let slot = parse_ad("[ Mips = 250; Name = \"slot1\"; L = {1, 2} ]").expect("slot");
+        for r in [
+            "TARGET.Mips + 0.0",
+            "TARGET.Mips",
+            "TARGET.Mips > 100",
+            "TARGET.Mips < 100",
+            "TARGET.Name",
+            "TARGET.Missing",
+            "1 / 0",
+            "Rank + 1",
+            "TARGET.L",
+            "size(TARGET.L) * 2.5",
+        ] {
+            let job = parse_ad(&format!("[ Rank = {r} ]")).expect("job");
+            let want = match rank_value(&job, &slot) {
+                Some(Value::Int(i)) => i as f64,
+                Some(Value::Real(x)) => x,
+                Some(Value::Bool(true)) => 1.0,
+                _ => 0.0,
+            };
+            assert_eq!(rank(&job, &slot), want, "{r}");
+        }
+        assert_eq!(rank(&parse_ad("[ x = 1 ]").expect("job"), &slot), 0.0);
     }
 }

@@ -242,6 +242,11 @@ pub fn meta_compare(a: &Value, b: &Value) -> Value {
             },
         ) => Bool(s1 == s2 && o1 == o2),
         (RelTime(x), RelTime(y)) => Bool(x == y),
+        // libclassad has two value types each for lists and ads: a literal's own (LIST_VALUE,
+        // CLASSAD_VALUE) and a shared one a function made or a subscript copied (SLIST_VALUE,
+        // SCLASSAD_VALUE). Different types are not identical; two of one type are an error.
+        (List(x), List(y)) if x.is_shared() != y.is_shared() => Bool(false),
+        (Ad(x), Ad(y)) if x.is_detached() != y.is_detached() => Bool(false),
         (List(_), List(_)) | (Ad(_), Ad(_)) => Error,
         _ => Bool(false),
     }

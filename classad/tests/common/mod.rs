@@ -79,9 +79,17 @@ pub fn fnv64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Generated cases with the reference's results, cached in the temp dir by generator hash,
-/// seed and count (generating 100,000 takes the reference ~30 s; reading the cache, ~1 s).
+/// Generated cases of the general corpus with the reference's results (see
+/// [`generated_corpus`]).
 pub fn generated_cases(seed: u64, count: usize) -> Vec<Json> {
+    generated_corpus("general", seed, count)
+}
+
+/// Generated cases of `corpus` (the generator's `--corpus`: "general", random expressions, or
+/// "lists", lists and nested ads) with the reference's results, cached in the temp dir by
+/// generator hash, corpus, seed and count (generating 100,000 general cases takes the
+/// reference ~30 s; reading the cache, ~1 s).
+pub fn generated_corpus(corpus: &str, seed: u64, count: usize) -> Vec<Json> {
     // Tests run in parallel threads and, under nextest, in parallel processes: an exclusive
     // lock on a file beside the cache makes exactly one of them generate it while the others
     // wait, then read it (the generator also writes under a name of its own before renaming).
@@ -90,7 +98,15 @@ pub fn generated_cases(seed: u64, count: usize) -> Vec<Json> {
     let script = std::fs::read(generator_script()).expect("reading classad_gen.py");
     let dir = std::env::temp_dir().join("aerie-classad-diff");
     std::fs::create_dir_all(&dir).expect("creating the cache dir");
-    let file = dir.join(format!("gen-{:016x}-{seed}-{count}.jsonl", fnv64(&script)));
+    let tag = if corpus == "general" {
+        String::new()
+    } else {
+        format!("{corpus}-")
+    };
+    let file = dir.join(format!(
+        "gen-{:016x}-{tag}{seed}-{count}.jsonl",
+        fnv64(&script)
+    ));
     let lock = std::fs::File::create(file.with_extension("lock")).expect("creating the cache lock");
     lock.lock().expect("locking the cache");
     if !file.exists() {
@@ -98,6 +114,8 @@ pub fn generated_cases(seed: u64, count: usize) -> Vec<Json> {
         let status = Command::new(&py)
             .arg(generator_script())
             .args([
+                "--corpus",
+                corpus,
                 "--seed",
                 &seed.to_string(),
                 "--count",
