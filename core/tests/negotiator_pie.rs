@@ -1,0 +1,140 @@
+// The pie and the group allocation rounds against the real HTCondor 23.9.6 negotiator: each
+// test gives the per-submitter matches that a reference scenario of tests/reference/negotiator/
+// printed for the same pool (the scenario's header lists the runs).
+mod negotiation_common;
+
+use aerie_core::accountant::{Accountant, AccountantCommand, AccountantParams};
+use aerie_core::negotiator::{GroupQuota, NegotiatorConfig, Outcome};
+use classad::ClassAd;
+use negotiation_common::{ad, job, run};
+
+/// A static unclaimed slot of `cpus` cores, `slot1@<node>`, weighing its `Cpus`, as
+/// tests/reference/negotiator/pool.sh's `slot_ad` advertises it.
+fn slot(node: &str, cpus: u32) -> ClassAd {
+    let name = format!("\"slot1@{node}.ref.test\"");
+    let machine = format!("\"{node}.ref.test\"");
+    ad(&[
+        ("MyType", "\"Machine\""),
+        ("Name", &name),
+        ("Machine", &machine),
+        ("State", "\"Unclaimed\""),
+        ("Activity", "\"Idle\""),
+        ("Cpus", &cpus.to_string()),
+        ("Memory", "1024"),
+        ("Disk", "1000000"),
+        ("SlotID", "1"),
+        ("SlotWeight", "Cpus"),
+        ("Requirements", "true"),
+        ("Rank", "0"),
+    ])
+}
+
+/// Matches of submitter `name` (`<name>@d`).
+fn got(o: &Outcome, name: &str) -> usize {
+    o.matches_by_submitter()
+        .get(&format!("{name}@d"))
+        .copied()
+        .unwrap_or(0)
+}
+
+/// A priority factor as the negotiator receives it from `condor_userprio -setfactor`: CEDAR
+/// sends a double as its frexp mantissa times 2^31-1, truncated to an int, and its exponent
+/// (Stream::put(double)), so 5000 arrives as 4999.9999985 and 1000 as 999.99999999.
+fn cedar(x: f64) -> f64 {
+    const FRAC: f64 = 2147483647.0;
+    if x == 0.0 {
+        return 0.0;
+    }
+    let exp = x.abs().log2().floor() as i32 + 1;
+    let mantissa = x / 2f64.powi(exp);
+    let frac = (mantissa * FRAC) as i32;
+    frac as f64 / FRAC * 2f64.powi(exp)
+}
+
+// tests/reference/negotiator/factors.sh: fresh submitters (real priority 0.5) with unequal
+// factors, pools that are not a multiple of the shares. In every spin the real negotiator gives
+// a submitter only whole slots within its limit (one slot more only if it has matched nothing
+// yet in that spin, SubmitterLimitPermits' "round up once"), and a later spin skips every
+// submitter whose limit is below the smallest slot weight, so slots stay unmatched.
+#[test]
+fn factor_shares_hand_out_whole_slots() {
+    // (submitters as name:factor[:jobs], pool, slot sizes in turn, the real matches in the
+    // order of the submitters, the real unmatched slots)
+    let runs: &[(&str, usize, &[u32], &[usize], usize)] = &[
+        ("a:1000 b:2000 c:5000", 5, &[1], &[2, 1, 1], 1),
+        ("a:1000 b:2000 c:5000", 7, &[1], &[4, 2, 1], 0),
+        ("a:1000 b:2000 c:5000", 10, &[1], &[5, 2, 1], 2),
+        ("a:1000 b:2000 c:5000", 11, &[1], &[6, 3, 1], 1),
+        ("a:1000 b:2000 c:5000", 13, &[1], &[7, 3, 1], 2),
+        // 17 x 10/17 is 10, but the factors as received make a's limit 9.99999999.
+        ("a:1000 b:2000 c:5000", 17, &[1], &[9, 4, 2], 2),
+        ("a:1000 b:2000 c:5000", 23, &[1], &[13, 6, 2], 2),
+        ("a:1000 b:2000 c:5000", 29, &[1], &[17, 8, 3], 1),
+        ("a:1000 b:2000 c:5000", 31, &[1], &[18, 9, 3], 1),
+        ("a:1000 b:2000 c:5000", 37, &[1], &[21, 10, 4], 2),
+        ("a:1000 b:3000 c:7000", 5, &[1], &[3, 1, 1], 0),
+        ("a:1000 b:3000 c:7000", 7, &[1], &[4, 1, 1], 1),
+        ("a:1000 b:3000 c:7000", 10, &[1], &[6, 2, 1], 1),
+        ("a:1000 b:3000 c:7000", 11, &[1], &[7, 2, 1], 1),
+        ("a:1000 b:3000 c:7000", 13, &[1], &[8, 2, 1], 2),
+        ("a:1000 b:3000 c:7000", 17, &[1], &[11, 3, 1], 2),
+        ("a:1000 b:3000 c:7000", 23, &[1], &[15, 5, 2], 1),
+        ("a:1000 b:3000 c:7000", 29, &[1], &[19, 6, 2], 2),
+        ("a:1000 b:3000 c:7000", 31, &[1], &[20, 7, 3], 1),
+        ("a:1000 b:3000 c:7000", 37, &[1], &[25, 8, 3], 1),
+        ("a:1000 b:1500 c:4000 d:10000", 5, &[1], &[2, 1, 1, 1], 0),
+        ("a:1000 b:1500 c:4000 d:10000", 7, &[1], &[3, 2, 1, 1], 0),
+        ("a:1000 b:1500 c:4000 d:10000", 10, &[1], &[4, 3, 1, 1], 1),
+        ("a:1000 b:1500 c:4000 d:10000", 11, &[1], &[5, 3, 1, 1], 1),
+        ("a:1000 b:1500 c:4000 d:10000", 13, &[1], &[6, 4, 1, 1], 1),
+        ("a:1000 b:1500 c:4000 d:10000", 17, &[1], &[8, 5, 2, 1], 1),
+        ("a:1000 b:1500 c:4000 d:10000", 23, &[1], &[11, 7, 2, 1], 2),
+        ("a:1000 b:1500 c:4000 d:10000", 29, &[1], &[14, 9, 3, 1], 2),
+        ("a:1000 b:1500 c:4000 d:10000", 31, &[1], &[15, 10, 3, 1], 2),
+        ("a:1000 b:1500 c:4000 d:10000", 37, &[1], &[18, 12, 4, 1], 2),
+        // A submitter that runs out of jobs leaves; the next spin shares the pool among the
+        // others.
+        ("a:1000:3 b:2000 c:5000", 20, &[1], &[3, 14, 3], 0),
+        ("a:1000:2 b:3000:4 c:7000", 23, &[1], &[2, 4, 17], 0),
+        (
+            "a:1000:4 b:1500:3 c:4000 d:10000",
+            19,
+            &[1],
+            &[4, 3, 11, 1],
+            0,
+        ),
+        // One- and two-core slots (SlotWeight = Cpus; the admin ranks take one-core slots
+        // first): a two-core slot costs 2.
+        ("a:1000 b:2000 c:5000", 10, &[1, 2], &[7, 2, 1], 0),
+        ("a:1000 b:2000 c:5000", 13, &[1, 2], &[9, 3, 1], 0),
+        ("a:1000 b:3000 c:7000", 12, &[2, 1, 1], &[9, 2, 1], 0),
+        ("a:1000:2 b:2000 c:5000", 11, &[1, 2], &[2, 7, 2], 0),
+    ];
+    for &(spec, n, sizes, want, idle) in runs {
+        let mut acct = Accountant::new(AccountantParams::default());
+        let mut js = Vec::new();
+        let mut names = Vec::new();
+        for (i, s) in spec.split_whitespace().enumerate() {
+            let f: Vec<&str> = s.split(':').collect();
+            let jobs: usize = f.get(2).map_or(100, |j| j.parse().unwrap());
+            acct.apply(&AccountantCommand::SetFactor {
+                name: format!("{}@d", f[0]),
+                value: cedar(f[1].parse().unwrap()),
+            })
+            .unwrap();
+            js.extend((0..jobs).map(|p| job(f[0], 1, (100 * i + p) as i64, &[])));
+            names.push(f[0]);
+        }
+        let pool = (1..=n)
+            .map(|i| slot(&format!("node{i}"), sizes[(i - 1) % sizes.len()]))
+            .collect();
+        let o = run(pool, js, &acct, &NegotiatorConfig::default());
+        let have: Vec<usize> = names.iter().map(|s| got(&o, s)).collect();
+        assert_eq!(have, want, "{spec}, {n} slots of {sizes:?} cores");
+        assert_eq!(
+            n - o.matches.len(),
+            idle,
+            "{spec}, {n} slots of {sizes:?} cores"
+        );
+    }
+}
