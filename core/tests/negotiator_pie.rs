@@ -60,7 +60,8 @@ fn cedar(x: f64) -> f64 {
 fn factor_shares_hand_out_whole_slots() {
     // (submitters as name:factor[:jobs], pool, slot sizes in turn, the real matches in the
     // order of the submitters, the real unmatched slots)
-    let runs: &[(&str, usize, &[u32], &[usize], usize)] = &[
+    type Run = (&'static str, usize, &'static [u32], &'static [usize], usize);
+    let runs: &[Run] = &[
         ("a:1000 b:2000 c:5000", 5, &[1], &[2, 1, 1], 1),
         ("a:1000 b:2000 c:5000", 7, &[1], &[4, 2, 1], 0),
         ("a:1000 b:2000 c:5000", 10, &[1], &[5, 2, 1], 2),
@@ -136,5 +137,57 @@ fn factor_shares_hand_out_whole_slots() {
             idle,
             "{spec}, {n} slots of {sizes:?} cores"
         );
+    }
+}
+
+/// `n` one-core slots `node1..noden`.
+fn slots(n: usize) -> Vec<ClassAd> {
+    (1..=n).map(|i| slot(&format!("node{i}"), 1)).collect()
+}
+
+/// `n` idle jobs of `user` in `group` (submitter `<group>.<user>@d`), procs from `first`.
+fn group_jobs(group: &str, user: &str, first: usize, n: usize) -> Vec<ClassAd> {
+    let acct = format!("\"{group}.{user}\"");
+    (first..first + n)
+        .map(|p| job(user, 1, p as i64, &[("AccountingGroup", &acct)]))
+        .collect()
+}
+
+// tests/reference/negotiator/quota_scale_down.sh: static quotas adding up to more than the
+// pool, NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION = False, no surplus. The quotas are scaled
+// down (20 and 10 of 16 slots: 10.67 and 5.33), and each group negotiates for the whole slots
+// of its allocation only: hgq_negotiate_with_all_groups hands the limit to its callback as an
+// int. The next allocation round gives the remainders to `<none>` (negotiated last), again as
+// an int: 0.67 + 0.33 adds up to 0.9999999, so nobody gets nothing of 16 or 17 slots, but 1 of
+// 9 (quotas 4.5 + 4.5) and 2 of 20 (10.81 + 5.41 + 3.78).
+#[test]
+fn scaled_static_quotas_leave_leftovers_to_none() {
+    // (pool, static quotas of group_a, group_b, ..., idle jobs of nobody, the real matches of
+    // the groups' users, then nobody's, the real unmatched slots)
+    type Run = (usize, &'static [f64], usize, &'static [usize], usize);
+    let runs: &[Run] = &[
+        (16, &[20.0, 10.0], 10, &[10, 5, 0], 1),
+        (17, &[20.0, 10.0], 10, &[11, 5, 0], 1),
+        (9, &[6.0, 6.0], 10, &[4, 4, 1], 0),
+        (9, &[6.0, 6.0], 0, &[4, 4, 0], 1),
+        (20, &[20.0, 10.0, 7.0], 10, &[10, 5, 3, 2], 0),
+    ];
+    let acct = Accountant::new(AccountantParams::default());
+    for &(n, quotas, none, want, idle) in runs {
+        let mut cfg = NegotiatorConfig::default().with_oversubscription(false);
+        let mut js: Vec<ClassAd> = (0..none).map(|p| job("nobody", 1, p as i64, &[])).collect();
+        let mut users = Vec::new();
+        for (i, q) in quotas.iter().enumerate() {
+            let g = format!("group_{}", (b'a' + i as u8) as char);
+            let u = format!("u{}", (b'a' + i as u8) as char);
+            cfg = cfg.with_group(&g, GroupQuota::Static(*q), false);
+            js.extend(group_jobs(&g, &u, 10 + 30 * i, 30));
+            users.push(format!("{g}.{u}"));
+        }
+        users.push("nobody".into());
+        let o = run(slots(n), js, &acct, &cfg);
+        let have: Vec<usize> = users.iter().map(|u| got(&o, u)).collect();
+        assert_eq!(have, want, "{n} slots, quotas {quotas:?}, nobody {none}");
+        assert_eq!(n - o.matches.len(), idle, "{n} slots, quotas {quotas:?}");
     }
 }

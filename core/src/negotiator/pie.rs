@@ -23,8 +23,8 @@
 //!   the tree, then up to `GROUP_QUOTA_MAX_ALLOCATION_ROUNDS` rounds of fair-share allocation
 //!   with surplus ([`super::groups`]), negotiating group by group in `GROUP_SORT_EXPR` order
 //!   (a floor round, then the pie) for its allocation (capped by
-//!   `NEGOTIATOR_STRICT_ENFORCE_QUOTA`); a round that leaves allocations unused lets the next
-//!   one hand them to others;
+//!   `NEGOTIATOR_STRICT_ENFORCE_QUOTA`) in whole slots, as its callback takes the limit as an
+//!   `int`; a round that leaves allocations unused lets the next one hand them to others;
 //! * `GROUP_AUTOREGROUP`: the root's round also takes the submitters of every group that has
 //!   it, without a group limit of their own ([`Cycle::set_autoregroup_round`]).
 use super::cycle::Cycle;
@@ -80,6 +80,20 @@ impl Spin {
     }
 }
 
+/// A group's limit as hgq_negotiate_with_all_groups hands it to the negotiation: its callback
+/// takes the limit as an `int`, so the fraction is dropped (toward zero), with or without slot
+/// weights, and a limit that the surplus arithmetic left at 0.9999999 is 0
+/// (tests/reference/negotiator/quota_scale_down.sh).
+fn whole_slots(slots: f64) -> f64 {
+    slots.clamp(0.0, i32::MAX as f64).trunc()
+}
+
+/// What the group's quota leaves for a submitter (calculateSubmitterLimit's `maxAllowed`):
+/// quota and usage arrive there as `float`s and are subtracted as `float`s.
+fn group_left(group_quota: f64, usage: f64) -> f64 {
+    ((group_quota as f32) - (usage as f32)).max(0.0) as f64
+}
+
 /// The usage of `group` (0 when negotiating outside groups).
 fn group_usage(st: &State, group: Option<usize>) -> f64 {
     group.map(|g| st.groups.nodes[g].usage).unwrap_or(0.0)
@@ -124,7 +138,7 @@ impl Cycle<'_> {
                 max_prio,
                 normal,
                 slot_weight_total: self.tables.total_weight.min(group_quota),
-                group_left: group.map(|_| (group_quota - group_usage(&self.state, group)).max(0.0)),
+                group_left: group.map(|_| group_left(group_quota, group_usage(&self.state, group))),
                 floor_round,
                 consider_preemption: cfg.consider_preemption,
             };
@@ -346,6 +360,7 @@ impl Cycle<'_> {
         if cfg.strict_enforce_quota {
             slots = self.state.groups.strict_enforce(g, slots);
         }
+        let slots = whole_slots(slots);
         if regroup {
             self.set_autoregroup_round(true);
             self.floor_then_pie(subs, slots, None);
