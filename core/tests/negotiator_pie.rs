@@ -191,3 +191,62 @@ fn scaled_static_quotas_leave_leftovers_to_none() {
         assert_eq!(n - o.matches.len(), idle, "{n} slots, quotas {quotas:?}");
     }
 }
+
+/// Slot `slot1@<node>` claimed and busy with `user`'s job (CurrentRank 0).
+fn busy(node: &str, user: &str) -> ClassAd {
+    let mut a = slot(node, 1);
+    for (k, v) in [
+        ("State", "\"Claimed\"".to_string()),
+        ("Activity", "\"Busy\"".to_string()),
+        ("RemoteUser", format!("\"{user}@d\"")),
+        ("RemoteOwner", format!("\"{user}@d\"")),
+        ("CurrentRank", "0".to_string()),
+    ] {
+        a.insert_expr_str(k, &v).unwrap();
+    }
+    a
+}
+
+// tests/reference/negotiator/floor_pie.sh: a floor round's pie left is the sum of the
+// submitters' limits without the floor cap (calculatePieLeft passes isFloorRound = false). a
+// and b (priority 1, 8 busy slots each, floor 9) have limits of 0.4 in the floor round and
+// round up to one slot each; c (priority 2, floor 1) still finds pie left for its slot, and d
+// (priority 0.5, no floor) gets the last two in the main round. Summing the floor-capped
+// limits (0.4 + 0.4 + 1) left c nothing after a and b, and d took three.
+#[test]
+fn floor_round_pie_left_ignores_the_floor() {
+    let mut acct = Accountant::new(AccountantParams::default());
+    let mut js = Vec::new();
+    for (i, (u, prio, floor)) in [
+        ("a", 1.0, 9.0),
+        ("b", 1.0, 9.0),
+        ("c", 2.0, 1.0),
+        ("d", 0.5, 0.0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("{u}@d");
+        for c in [
+            AccountantCommand::SetFactor {
+                name: name.clone(),
+                value: 1.0,
+            },
+            AccountantCommand::SetPriority {
+                name: name.clone(),
+                value: prio,
+            },
+            AccountantCommand::SetFloor { name, value: floor },
+        ] {
+            acct.apply(&c).unwrap();
+        }
+        js.extend((0..10).map(|p| job(u, 1, (10 * i + p) as i64, &[])));
+    }
+    let mut pool: Vec<ClassAd> = (1..=16)
+        .map(|i| busy(&format!("busy{i}"), if i <= 8 { "a" } else { "b" }))
+        .collect();
+    pool.extend((1..=5).map(|i| slot(&format!("idle{i}"), 1)));
+    let o = run(pool, js, &acct, &NegotiatorConfig::default());
+    let have: Vec<usize> = ["a", "b", "c", "d"].iter().map(|u| got(&o, u)).collect();
+    assert_eq!(have, [1, 1, 1, 2]);
+}

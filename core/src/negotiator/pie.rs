@@ -12,7 +12,9 @@
 //!   is `(1/EUP) / sum(1/EUP)` of the pie (the pool's SlotWeight, no more than the group's
 //!   quota), its limit that share less its usage, its unclaimed limit also capped by what the
 //!   group's quota leaves; without preemption both are the unclaimed one, in a floor round no
-//!   more than the floor; calculatePieLeft sums the limits;
+//!   more than the floor; calculatePieLeft sums the limits and the starvation ratios from
+//!   them without the floor cap, even in a floor round (it passes `isFloorRound = false`;
+//!   tests/reference/negotiator/floor_pie.sh);
 //! * in a spin, each submitter with idle jobs gets a turn ([`super::turn`]) unless its limit
 //!   or the pie left is below the smallest slot weight after the first spin ("resume"), or its
 //!   ceiling leaves less than that ("done");
@@ -44,7 +46,6 @@ struct Spin {
     slot_weight_total: f64,
     /// What the group's quota leaves at the spin's start (negotiating in a group).
     group_left: Option<f64>,
-    floor_round: bool,
     consider_preemption: bool,
 }
 
@@ -56,8 +57,8 @@ struct SubmitterLimit {
 }
 
 impl Spin {
-    /// calculateSubmitterLimit for submitter `s`.
-    fn limit(&self, t: &Tables, st: &State, s: usize) -> SubmitterLimit {
+    /// calculateSubmitterLimit for submitter `s`, held to its floor in a floor round.
+    fn limit(&self, t: &Tables, st: &State, s: usize, floor_round: bool) -> SubmitterLimit {
         let sb = &t.subs[s];
         let u = &st.subs[s];
         let share = self.max_prio / (sb.eup * self.normal);
@@ -69,7 +70,7 @@ impl Spin {
         if !self.consider_preemption {
             limit = unclaimed;
         }
-        if self.floor_round {
+        if floor_round {
             limit = limit.min(sb.floor);
         }
         SubmitterLimit {
@@ -139,13 +140,13 @@ impl Cycle<'_> {
                 normal,
                 slot_weight_total: self.tables.total_weight.min(group_quota),
                 group_left: group.map(|_| group_left(group_quota, group_usage(&self.state, group))),
-                floor_round,
                 consider_preemption: cfg.consider_preemption,
             };
             let mut pie_left = 0.0;
             let mut starvation: HashMap<usize, f64> = HashMap::new();
             for &s in &subs {
-                let l = pie.limit(&self.tables, &self.state, s).limit;
+                // calculatePieLeft: never the floor round's limits.
+                let l = pie.limit(&self.tables, &self.state, s, false).limit;
                 let u = self.state.subs[s].usage;
                 starvation.insert(s, if u + l > 0.0 { u / (u + l) } else { f64::MAX });
                 pie_left += l;
@@ -183,7 +184,7 @@ impl Cycle<'_> {
                     mut limit,
                     unclaimed,
                     share,
-                } = pie.limit(&self.tables, &self.state, s);
+                } = pie.limit(&self.tables, &self.state, s, floor_round);
                 if spin == 1 && self.figures.subs[s].pie_slice.is_none() && !floor_round {
                     self.figures.subs[s].pie_slice = Some(share * pie.slot_weight_total);
                 }
