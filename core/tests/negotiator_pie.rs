@@ -250,3 +250,32 @@ fn floor_round_pie_left_ignores_the_floor() {
     let have: Vec<usize> = ["a", "b", "c", "d"].iter().map(|u| got(&o, u)).collect();
     assert_eq!(have, [1, 1, 1, 2]);
 }
+
+// tests/reference/negotiator/autoregroup_pie.sh: with GROUP_AUTOREGROUP the root group's quota
+// and allocation are the whole pool in every allocation round, and it negotiates last whatever
+// GROUP_SORT_EXPR says. ann (group_a, quota 5) gets 5 in her group's round, then shares the 20
+// slots with nobody in the `<none>` round: her limit there is 10 less the 5 she has.
+#[test]
+fn autoregroup_none_round_shares_the_whole_pool() {
+    let acct = Accountant::new(AccountantParams::default());
+    let mut cfg = NegotiatorConfig::default()
+        .with_oversubscription(false)
+        .with_group("group_a", GroupQuota::Static(5.0), false);
+    cfg.groups[0].autoregroup = true;
+    let none_first = cfg
+        .clone()
+        .with_group_sort_expr(r#"ifThenElse(AccountingGroup =?= "<none>", 0, 1)"#)
+        .unwrap();
+    // (configuration, nobody's jobs, the real matches of ann and nobody)
+    for (cfg, nobody, want) in [
+        (&cfg, 30, [10, 10]),
+        (&none_first, 30, [10, 10]),
+        (&cfg, 4, [16, 4]),
+    ] {
+        let mut js: Vec<ClassAd> = (0..nobody).map(|p| job("nobody", 1, p, &[])).collect();
+        js.extend(group_jobs("group_a", "ann", 100, 30));
+        let o = run(slots(20), js, &acct, cfg);
+        let have = [got(&o, "group_a.ann"), got(&o, "nobody")];
+        assert_eq!(have, want, "nobody {nobody}, {:?}", cfg.group_sort_expr);
+    }
+}

@@ -770,8 +770,9 @@ fn autoregroup_lets_a_group_past_its_quota_in_the_none_round() {
     let mut regroup = cfg.clone();
     regroup.groups[0].autoregroup = true;
     let o = run(slots("s", 20), all, &acct, &regroup);
-    // group_a: 5 in its own round, then 13 of the root's 15 next to nobody's 2 -- what the
-    // real HTCondor 23.9.6 does (tests/reference/negotiator/autoregroup.sh: ann 18, nobody 2).
+    // group_a: 5 in its own round, then 13 in the `<none>` round next to nobody's 2 (that round
+    // shares the whole pool of 20) -- what the real HTCondor 23.9.6 does
+    // (tests/reference/negotiator/autoregroup.sh: ann 18, nobody 2).
     let by_group = o.weight_by_group();
     assert_eq!(by_group.get("group_a").copied(), Some(5.0), "{by_group:?}");
     assert_eq!(by_group.get("<none>").copied(), Some(15.0), "{by_group:?}");

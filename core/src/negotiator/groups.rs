@@ -346,8 +346,9 @@ impl GroupTree {
     /// The order groups negotiate in: ascending `GROUP_SORT_EXPR`, evaluated against an ad
     /// of the group's `AccountingGroup`, `GroupQuota`, `GroupResourcesAllocated` and
     /// `GroupResourcesInUse` (undefined or not a number sorts last, as HTCondor's FLT_MAX
-    /// does); ties in tree order. Each group keeps its key for the outcome.
-    pub fn negotiation_order(&mut self, sort_expr: Option<&Expr>) -> Vec<usize> {
+    /// does); ties in tree order; with `root_last` (autoregroup) the root after every other
+    /// group (group_order). Each group keeps its key for the outcome.
+    pub fn negotiation_order(&mut self, sort_expr: Option<&Expr>, root_last: bool) -> Vec<usize> {
         for n in &mut self.nodes {
             let mut ad = ClassAd::new();
             ad.insert_value("AccountingGroup", Value::str(&n.name));
@@ -360,9 +361,14 @@ impl GroupTree {
         let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         order.sort_by(|&a, &b| {
             let (x, y) = (&self.nodes[a], &self.nodes[b]);
-            x.sort_key
-                .partial_cmp(&y.sort_key)
-                .unwrap_or(std::cmp::Ordering::Equal)
+            let root = |g: usize| root_last && g == 0;
+            root(a)
+                .cmp(&root(b))
+                .then(
+                    x.sort_key
+                        .partial_cmp(&y.sort_key)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
                 .then(a.cmp(&b))
         });
         order

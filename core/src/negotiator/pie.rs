@@ -28,7 +28,10 @@
 //!   `NEGOTIATOR_STRICT_ENFORCE_QUOTA`) in whole slots, as its callback takes the limit as an
 //!   `int`; a round that leaves allocations unused lets the next one hand them to others;
 //! * `GROUP_AUTOREGROUP`: the root's round also takes the submitters of every group that has
-//!   it, without a group limit of their own ([`Cycle::set_autoregroup_round`]).
+//!   it, without a group limit of their own ([`Cycle::set_autoregroup_round`]); in every
+//!   allocation round the root's quota and allocation are the whole pool, and it negotiates
+//!   last whatever `GROUP_SORT_EXPR` says (group_order;
+//!   tests/reference/negotiator/autoregroup_pie.sh).
 use super::cycle::Cycle;
 use super::outcome::LimitedBy;
 use super::state::State;
@@ -62,7 +65,7 @@ impl Spin {
         let sb = &t.subs[s];
         let u = &st.subs[s];
         let share = self.max_prio / (sb.eup * self.normal);
-        let mut limit = (share * self.slot_weight_total - (u.usage - u.uncounted)).max(0.0);
+        let mut limit = (share * self.slot_weight_total - u.usage).max(0.0);
         let mut unclaimed = limit;
         if let Some(left) = self.group_left {
             unclaimed = unclaimed.min(left);
@@ -289,12 +292,21 @@ impl Cycle<'_> {
             cfg.allow_quota_oversubscription,
         );
         let any_accept = cfg.accept_surplus || cfg.groups.iter().any(|g| g.accept_surplus);
+        let autoregroup = self.state.groups.nodes[0].autoregroup;
         for _ in 0..cfg.max_allocation_rounds {
-            let allocated_total = self.state.groups.allocate();
+            let mut allocated_total = self.state.groups.allocate();
+            if autoregroup {
+                // The root negotiates for the whole pool in every round (and keeps that quota
+                // for the next round's fair share).
+                let root = &mut self.state.groups.nodes[0];
+                allocated_total += self.tables.total_weight - root.allocated;
+                root.quota = self.tables.total_weight;
+                root.allocated = self.tables.total_weight;
+            }
             for g in self
                 .state
                 .groups
-                .negotiation_order(cfg.group_sort_expr.as_ref())
+                .negotiation_order(cfg.group_sort_expr.as_ref(), autoregroup)
             {
                 self.negotiate_group(g);
             }
@@ -373,24 +385,8 @@ impl Cycle<'_> {
 
     /// Enters or leaves the autoregroup round: job views (and what was evaluated on them)
     /// change with `SubmitterAutoregroup` and `SubmitterNegotiatingGroup`.
-    ///
-    /// In that round the real HTCondor 23.9.6 does not charge a regrouped submitter's pie
-    /// slice with what it matched earlier in the cycle under its own group
-    /// (tests/reference/negotiator/autoregroup.sh: quota 5 of 20 slots, the regrouped user
-    /// ends with 18 next to a `<none>` user's 2), so that usage is set aside for the round.
     fn set_autoregroup_round(&mut self, on: bool) {
-        let (t, st) = (&self.tables, &mut self.state);
-        st.autoregroup_round = on;
-        for n in st.groups.nodes.iter().skip(1).filter(|n| n.autoregroup) {
-            for &s in &n.submitters {
-                let sb = &mut st.subs[s];
-                sb.uncounted = if on {
-                    sb.usage - t.subs[s].usage_before
-                } else {
-                    0.0
-                };
-            }
-        }
+        self.state.autoregroup_round = on;
         self.caches.clear();
     }
 }
