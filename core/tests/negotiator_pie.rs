@@ -279,3 +279,33 @@ fn autoregroup_none_round_shares_the_whole_pool() {
         assert_eq!(have, want, "nobody {nobody}, {:?}", cfg.group_sort_expr);
     }
 }
+
+// tests/reference/negotiator/group_order.sh: groups whose GROUP_SORT_EXPR values tie negotiate
+// in the order of HTCondor's group tree, which hgq_construct_tree builds from GROUP_NAMES
+// sorted case-insensitively: group_a (quota 20, oversubscription allowed) goes first and takes
+// the whole pool of 20 whether GROUP_NAMES lists it first or not.
+#[test]
+fn tied_groups_negotiate_in_name_order() {
+    let acct = Accountant::new(AccountantParams::default());
+    for names in ["group_b, group_a, group_c", "group_a, group_b, group_c"] {
+        let knobs = [
+            ("GROUP_NAMES", names),
+            ("GROUP_QUOTA_group_a", "20"),
+            ("GROUP_QUOTA_group_b", "20"),
+            ("GROUP_ACCEPT_SURPLUS", "False"),
+        ];
+        let keys: Vec<String> = knobs.iter().map(|(k, _)| k.to_string()).collect();
+        let lookup = |k: &str| {
+            knobs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let cfg = NegotiatorConfig::from_lookup(&lookup, &keys).unwrap();
+        let mut js = group_jobs("group_b", "ub", 0, 30);
+        js.extend(group_jobs("group_a", "ua", 30, 30));
+        let o = run(slots(20), js, &acct, &cfg);
+        let have = [got(&o, "group_a.ua"), got(&o, "group_b.ub")];
+        assert_eq!(have, [20, 0], "GROUP_NAMES = {names}");
+    }
+}

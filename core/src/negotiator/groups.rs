@@ -81,15 +81,45 @@ pub(crate) struct GroupTree {
     pub warnings: Vec<String>,
 }
 
+/// The tree's nodes in breadth-first order, children in the order they were added (HTCondor's
+/// `hgq_groups`, the order ties in `GROUP_SORT_EXPR` keep), indices renumbered.
+fn breadth_first(nodes: Vec<GroupNode>) -> Vec<GroupNode> {
+    let mut order = vec![0];
+    let mut i = 0;
+    while i < order.len() {
+        order.extend(nodes[order[i]].children.iter().copied());
+        i += 1;
+    }
+    let mut new_index = vec![0; nodes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let mut slots: Vec<Option<GroupNode>> = nodes.into_iter().map(Some).collect();
+    order
+        .iter()
+        .map(|&old| {
+            let mut n = slots[old].take().expect("each node once");
+            n.parent = n.parent.map(|p| new_index[p]);
+            for c in &mut n.children {
+                *c = new_index[*c];
+            }
+            n
+        })
+        .collect()
+}
+
 impl GroupTree {
-    /// The tree of `GROUP_NAMES` (hgq_construct_tree): parents before children, a group whose
-    /// parent is not configured left out with a warning.
+    /// The tree of `GROUP_NAMES` (hgq_construct_tree): groups in breadth-first order, each
+    /// group's children in case-insensitive name order, a group whose parent is not
+    /// configured left out with a warning.
     pub fn build(cfg: &NegotiatorConfig) -> Self {
         let mut nodes = vec![GroupNode::new(ROOT_GROUP, None)];
         let mut warnings = Vec::new();
-        // Parents before children: sort by depth, keeping the configured order otherwise.
+        // HTCondor sorts GROUP_NAMES case-insensitively (strcasecmp) before it builds the
+        // tree, which puts parents before children and each group's children in name order,
+        // whatever order GROUP_NAMES gives (tests/reference/negotiator/group_order.sh).
         let mut groups: Vec<_> = cfg.groups.iter().collect();
-        groups.sort_by_key(|g| g.name.matches('.').count());
+        groups.sort_by_cached_key(|g| g.name.to_ascii_lowercase());
         for g in groups {
             if g.name == ROOT_GROUP {
                 continue;
@@ -135,7 +165,10 @@ impl GroupTree {
         if let Some(root) = nodes.first_mut() {
             root.autoregroup = any;
         }
-        GroupTree { nodes, warnings }
+        GroupTree {
+            nodes: breadth_first(nodes),
+            warnings,
+        }
     }
 
     /// Index of a group by (case-insensitive) name.
