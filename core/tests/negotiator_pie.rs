@@ -309,3 +309,48 @@ fn tied_groups_negotiate_in_name_order() {
         assert_eq!(have, [20, 0], "GROUP_NAMES = {names}");
     }
 }
+
+// tests/reference/negotiator/remainders.sh: without slot weights, hgq_recover_remainders takes
+// the fraction off every group's allocation and hands the fractions out again as whole slots,
+// round robin (larger subtree quota first when, as in a pool's first cycle, no group has had a
+// round robin yet) to the groups that accept surplus, or to `<none>`'s demand.
+#[test]
+fn remainders_are_handed_out_round_robin() {
+    // (dynamic quotas, GROUP_ACCEPT_SURPLUS, nobody's jobs, the real matches of the groups'
+    // users then nobody's, the real unmatched slots)
+    type Run = (&'static [f64], bool, usize, &'static [usize], usize);
+    let runs: &[Run] = &[
+        (&[0.45, 0.35, 0.2], true, 0, &[5, 3, 2, 0], 0),
+        (&[0.25, 0.25, 0.25, 0.25], true, 0, &[3, 3, 2, 2, 0], 0),
+        (&[0.45, 0.35, 0.2], false, 10, &[4, 3, 2, 1], 0),
+        (&[0.45, 0.35, 0.2], false, 0, &[4, 3, 2, 0], 1),
+    ];
+    let acct = Accountant::new(AccountantParams::default());
+    for &(quotas, surplus, none, want, idle) in runs {
+        let mut cfg = NegotiatorConfig {
+            use_slot_weights: false,
+            ..Default::default()
+        };
+        let mut js: Vec<ClassAd> = (0..none).map(|p| job("nobody", 1, p as i64, &[])).collect();
+        let mut users = Vec::new();
+        for (i, q) in quotas.iter().enumerate() {
+            let g = format!("group_{}", (b'a' + i as u8) as char);
+            let u = format!("u{}", (b'a' + i as u8) as char);
+            cfg = cfg.with_group(&g, GroupQuota::Dynamic(*q), surplus);
+            js.extend(group_jobs(&g, &u, 10 + 30 * i, 30));
+            users.push(format!("{g}.{u}"));
+        }
+        users.push("nobody".into());
+        let o = run(slots(10), js, &acct, &cfg);
+        let have: Vec<usize> = users.iter().map(|u| got(&o, u)).collect();
+        assert_eq!(
+            have, want,
+            "quotas {quotas:?}, surplus {surplus}, nobody {none}"
+        );
+        assert_eq!(
+            10 - o.matches.len(),
+            idle,
+            "quotas {quotas:?}, surplus {surplus}"
+        );
+    }
+}

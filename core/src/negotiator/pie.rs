@@ -294,7 +294,7 @@ impl Cycle<'_> {
         let any_accept = cfg.accept_surplus || cfg.groups.iter().any(|g| g.accept_surplus);
         let autoregroup = self.state.groups.nodes[0].autoregroup;
         for _ in 0..cfg.max_allocation_rounds {
-            let mut allocated_total = self.state.groups.allocate();
+            let mut allocated_total = self.state.groups.allocate(!cfg.use_slot_weights);
             if autoregroup {
                 // The root negotiates for the whole pool in every round (and keeps that quota
                 // for the next round's fair share).
