@@ -283,7 +283,8 @@ fn autoregroup_none_round_shares_the_whole_pool() {
 // tests/reference/negotiator/group_order.sh: groups whose GROUP_SORT_EXPR values tie negotiate
 // in the order of HTCondor's group tree, which hgq_construct_tree builds from GROUP_NAMES
 // sorted case-insensitively: group_a (quota 20, oversubscription allowed) goes first and takes
-// the whole pool of 20 whether GROUP_NAMES lists it first or not.
+// the whole pool of 20 whether GROUP_NAMES lists it first or not. group_c, listed without a
+// quota, is a dynamic group of quota 0.
 #[test]
 fn tied_groups_negotiate_in_name_order() {
     let acct = Accountant::new(AccountantParams::default());
@@ -307,6 +308,10 @@ fn tied_groups_negotiate_in_name_order() {
         let o = run(slots(20), js, &acct, &cfg);
         let have = [got(&o, "group_a.ua"), got(&o, "group_b.ub")];
         assert_eq!(have, [20, 0], "GROUP_NAMES = {names}");
+        // group_c has no quota: hgq_construct_tree makes it dynamic with 0 (the log's table
+        // shows "static N").
+        let c = o.group("group_c").unwrap();
+        assert!(!c.is_static && c.config_quota == 0.0 && c.quota == 0.0);
     }
 }
 

@@ -10,9 +10,8 @@
 //! * quotas: a parent's quota is split between its static children (scaled down in
 //!   proportion when they add up to more than the parent and oversubscription is off) and
 //!   its dynamic children (fractions of what the static children leave, normalised when they
-//!   add up to more than 1); HTCondor makes a group with no quota configured dynamic with 0
-//!   (hgq_construct_tree), [`NegotiatorConfig::from_lookup`] gives it a static 0 (the same
-//!   quota, reported as static);
+//!   add up to more than 1); a group with no quota configured is dynamic with 0
+//!   (hgq_construct_tree; [`NegotiatorConfig::from_lookup`]);
 //! * allocation: each group first gets `min(requested, quota)`; unused quota (surplus) flows
 //!   up and is handed to siblings that accept surplus, first in proportion to their subtree
 //!   quotas, then evenly; the root always redistributes;
