@@ -359,3 +359,32 @@ fn remainders_are_handed_out_round_robin() {
         );
     }
 }
+
+// tests/reference/negotiator/limit_stop.sh: without preemption and slot weights negotiate()
+// ends a submitter's turn at the first request its limit turns away, so the other autoclusters
+// are not offered. a and b (limit 2.5 each of 5 slots, jobs in three autoclusters, one cluster
+// each) each match two, send a third request, are turned away and stop: 3 requests and 1
+// rejection each.
+#[test]
+fn limit_rejection_ends_the_turn_without_weights() {
+    let acct = Accountant::new(AccountantParams::default());
+    let cfg = NegotiatorConfig {
+        use_slot_weights: false,
+        consider_preemption: false,
+        ..Default::default()
+    };
+    // A cluster per autocluster, as the scenario submits them.
+    let mut js = Vec::new();
+    for (i, u) in ["a", "b"].into_iter().enumerate() {
+        for m in 1..=3 {
+            let cluster = (3 * i + m) as i64;
+            js.extend((0..5).map(|p| job(u, cluster, p, &[("RequestMemory", &m.to_string())])));
+        }
+    }
+    let o = run(slots(5), js, &acct, &cfg);
+    assert_eq!([got(&o, "a"), got(&o, "b")], [2, 2]);
+    let stat = |n: &str| o.stats[&format!("LastNegotiationCycle{n}0")];
+    assert_eq!(stat("NumJobsConsidered"), 6.0);
+    assert_eq!(stat("Rejections"), 2.0);
+    assert_eq!(o.rejections.len(), 2, "{:?}", o.rejections);
+}

@@ -12,7 +12,9 @@
 //!   same autocluster as the previous one is answered from its MatchList, which applies the
 //!   submitter limit differently (see [`super::matchmaking::Budget::admits`]);
 //! * a rejected request rejects its autocluster for the rest of the turn (the schedd skips
-//!   it), and its cluster unless `NEGOTIATE_ALL_JOBS_IN_CLUSTER`; a job whose
+//!   it), and its cluster unless `NEGOTIATE_ALL_JOBS_IN_CLUSTER`; without
+//!   `NEGOTIATOR_CONSIDER_PREEMPTION` and slot weights, a request the submitter limit turned
+//!   away ends the turn ("resume"), the other autoclusters unasked; a job whose
 //!   `ConcurrencyLimits` are exhausted or unusable is rejected before matchmaking
 //!   (rejectForConcurrencyLimits);
 //! * each match costs its weight from the submitter's limits and from the pie; the turn ends
@@ -163,6 +165,12 @@ impl Cycle<'_> {
                     }
                     failed_acs.insert(ac);
                     failed_clusters.insert(cluster);
+                    // Without preemption and slot weights every slot costs one, so negotiate()
+                    // ends the turn at the first request the submitter limit turned away
+                    // (tests/reference/negotiator/limit_stop.sh).
+                    if miss.limit && !cfg.consider_preemption && !cfg.use_slot_weights {
+                        break;
+                    }
                     continue;
                 }
             };
