@@ -388,3 +388,23 @@ fn limit_rejection_ends_the_turn_without_weights() {
     assert_eq!(stat("Rejections"), 2.0);
     assert_eq!(o.rejections.len(), 2, "{:?}", o.rejections);
 }
+
+// tests/reference/negotiator/cluster_skip.sh: a rejected job takes its autocluster with it for
+// the rest of the turn, not the rest of its cluster (the 23.9.6 schedd offers its jobs
+// autocluster by autocluster); NEGOTIATE_ALL_JOBS_IN_CLUSTER gives each job an autocluster of
+// its own. Proc 0 of the only cluster asks for more memory than any slot has; the other four
+// match either way.
+#[test]
+fn rejection_skips_the_autocluster_not_the_cluster() {
+    let acct = Accountant::new(AccountantParams::default());
+    let req = [("Requirements", "TARGET.Memory >= RequestMemory")];
+    for all in [false, true] {
+        let mut js = vec![job("solo", 1, 0, &[req[0], ("RequestMemory", "4096")])];
+        js.extend((1..5).map(|p| job("solo", 1, p, &req)));
+        let cfg = NegotiatorConfig::default().with_negotiate_all_jobs_in_cluster(all);
+        let o = run(slots(5), js, &acct, &cfg);
+        assert_eq!(got(&o, "solo"), 4, "NEGOTIATE_ALL_JOBS_IN_CLUSTER = {all}");
+        let rejected: Vec<&str> = o.rejections.iter().map(|(j, _)| j.as_str()).collect();
+        assert_eq!(rejected, ["1.0"]);
+    }
+}

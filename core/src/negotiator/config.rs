@@ -77,7 +77,8 @@ pub struct NegotiatorConfig {
     /// `NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION`: static quotas that add up to more than
     /// their parent are not scaled down.
     pub allow_quota_oversubscription: bool,
-    /// `NEGOTIATE_ALL_JOBS_IN_CLUSTER` (false): a rejected job does not end its cluster's turn.
+    /// `NEGOTIATE_ALL_JOBS_IN_CLUSTER` (false): every job is an autocluster of its own, so a
+    /// rejection skips only that job (not the rest of its autocluster).
     pub negotiate_all_jobs_in_cluster: bool,
     /// `NEGOTIATOR_USE_SLOT_WEIGHTS` (true): slots count by `SlotWeight` (else `Cpus`), not 1.
     pub use_slot_weights: bool,
