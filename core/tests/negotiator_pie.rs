@@ -408,3 +408,25 @@ fn rejection_skips_the_autocluster_not_the_cluster() {
         assert_eq!(rejected, ["1.0"]);
     }
 }
+
+// tests/reference/negotiator/ceiling_left.sh: negotiateWithGroup takes a ceiling and the usage
+// it is charged with as ints (`submitterCeiling -= (int) usage`). Slots weigh 0.5 and a runs
+// one already (usage 0.5) under a ceiling of 3: her room is 3, not 2.5, so she matches six.
+#[test]
+fn ceiling_room_is_whole() {
+    let mut acct = Accountant::new(AccountantParams::default());
+    acct.apply(&AccountantCommand::SetCeiling {
+        name: "a@d".into(),
+        value: 3.0,
+    })
+    .unwrap();
+    let half = |mut s: ClassAd| {
+        s.insert_expr_str("SlotWeight", "0.5").unwrap();
+        s
+    };
+    let mut pool = vec![half(busy("busy1", "a"))];
+    pool.extend((2..=20).map(|i| half(slot(&format!("node{i}"), 1))));
+    let js = (0..20).map(|p| job("a", 1, p, &[])).collect();
+    let o = run(pool, js, &acct, &NegotiatorConfig::default());
+    assert_eq!(got(&o, "a"), 6);
+}

@@ -17,7 +17,8 @@
 //!   tests/reference/negotiator/floor_pie.sh);
 //! * in a spin, each submitter with idle jobs gets a turn ([`super::turn`]) unless its limit
 //!   or the pie left is below the smallest slot weight after the first spin ("resume"), or its
-//!   ceiling leaves less than that ("done");
+//!   ceiling leaves less than that ("done"); the ceiling and the usage it is charged with are
+//!   whole numbers there (tests/reference/negotiator/ceiling_left.sh);
 //! * findBelowFloorSubmitters ([`Cycle::below_floor`]): a floor round first serves the
 //!   submitters below their floor, each up to it;
 //! * hgq_prepare_for_matchmaking and hgq_negotiate_with_all_groups
@@ -194,8 +195,10 @@ impl Cycle<'_> {
                 if limit > pie_left {
                     limit = pie_left;
                 }
+                // The ceiling and the usage charged against it are ints there
+                // (`submitterCeiling -= (int) usage`).
                 let ceiling_left = match self.tables.subs[s].ceiling {
-                    Some(c) => (c - self.state.subs[s].usage).max(0.0),
+                    Some(c) => (c.trunc() - self.state.subs[s].usage.trunc()).max(0.0),
                     None => f64::MAX,
                 };
                 let idle = self.state.has_idle(&self.tables, s);
