@@ -153,6 +153,29 @@ fn group_jobs(group: &str, user: &str, first: usize, n: usize) -> Vec<ClassAd> {
         .collect()
 }
 
+/// As tests/reference/negotiator/pool.sh's `submit_groups` submits them: `none` idle jobs of
+/// nobody (no group), then 30 of a user `u<g>` in each group `group_<g>` (a, b, ...) with
+/// the given quotas, added to `cfg` (accepting surplus or not). Returns the configuration,
+/// the jobs and the submitters (the groups' users, then nobody).
+fn group_pool(
+    mut cfg: NegotiatorConfig,
+    quotas: &[GroupQuota],
+    surplus: bool,
+    none: usize,
+) -> (NegotiatorConfig, Vec<ClassAd>, Vec<String>) {
+    let mut js: Vec<ClassAd> = (0..none).map(|p| job("nobody", 1, p as i64, &[])).collect();
+    let mut users = Vec::new();
+    for (i, q) in quotas.iter().enumerate() {
+        let g = format!("group_{}", (b'a' + i as u8) as char);
+        let u = format!("u{}", (b'a' + i as u8) as char);
+        cfg = cfg.with_group(&g, *q, surplus);
+        js.extend(group_jobs(&g, &u, 10 + 30 * i, 30));
+        users.push(format!("{g}.{u}"));
+    }
+    users.push("nobody".into());
+    (cfg, js, users)
+}
+
 // tests/reference/negotiator/quota_scale_down.sh: static quotas adding up to more than the
 // pool, NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION = False, no surplus. The quotas are scaled
 // down (20 and 10 of 16 slots: 10.67 and 5.33), and each group negotiates for the whole slots
@@ -174,17 +197,9 @@ fn scaled_static_quotas_leave_leftovers_to_none() {
     ];
     let acct = Accountant::new(AccountantParams::default());
     for &(n, quotas, none, want, idle) in runs {
-        let mut cfg = NegotiatorConfig::default().with_oversubscription(false);
-        let mut js: Vec<ClassAd> = (0..none).map(|p| job("nobody", 1, p as i64, &[])).collect();
-        let mut users = Vec::new();
-        for (i, q) in quotas.iter().enumerate() {
-            let g = format!("group_{}", (b'a' + i as u8) as char);
-            let u = format!("u{}", (b'a' + i as u8) as char);
-            cfg = cfg.with_group(&g, GroupQuota::Static(*q), false);
-            js.extend(group_jobs(&g, &u, 10 + 30 * i, 30));
-            users.push(format!("{g}.{u}"));
-        }
-        users.push("nobody".into());
+        let quotas: Vec<GroupQuota> = quotas.iter().map(|&q| GroupQuota::Static(q)).collect();
+        let cfg = NegotiatorConfig::default().with_oversubscription(false);
+        let (cfg, js, users) = group_pool(cfg, &quotas, false, none);
         let o = run(slots(n), js, &acct, &cfg);
         let have: Vec<usize> = users.iter().map(|u| got(&o, u)).collect();
         assert_eq!(have, want, "{n} slots, quotas {quotas:?}, nobody {none}");
@@ -332,20 +347,12 @@ fn remainders_are_handed_out_round_robin() {
     ];
     let acct = Accountant::new(AccountantParams::default());
     for &(quotas, surplus, none, want, idle) in runs {
-        let mut cfg = NegotiatorConfig {
+        let quotas: Vec<GroupQuota> = quotas.iter().map(|&q| GroupQuota::Dynamic(q)).collect();
+        let cfg = NegotiatorConfig {
             use_slot_weights: false,
             ..Default::default()
         };
-        let mut js: Vec<ClassAd> = (0..none).map(|p| job("nobody", 1, p as i64, &[])).collect();
-        let mut users = Vec::new();
-        for (i, q) in quotas.iter().enumerate() {
-            let g = format!("group_{}", (b'a' + i as u8) as char);
-            let u = format!("u{}", (b'a' + i as u8) as char);
-            cfg = cfg.with_group(&g, GroupQuota::Dynamic(*q), surplus);
-            js.extend(group_jobs(&g, &u, 10 + 30 * i, 30));
-            users.push(format!("{g}.{u}"));
-        }
-        users.push("nobody".into());
+        let (cfg, js, users) = group_pool(cfg, &quotas, surplus, none);
         let o = run(slots(10), js, &acct, &cfg);
         let have: Vec<usize> = users.iter().map(|u| got(&o, u)).collect();
         assert_eq!(

@@ -23,14 +23,8 @@ SURPLUS=${SURPLUS:-True}
 NONE=${NONE:-0}
 start_pool
 write_slots "$ads" "$N"
-names=""
 {
-  for spec in $QUOTAS; do
-    IFS=: read -r g q <<<"$spec"
-    names="$names${names:+, }group_$g"
-    echo "GROUP_QUOTA_DYNAMIC_group_$g = $q"
-  done
-  echo "GROUP_NAMES = $names"
+  group_quotas GROUP_QUOTA_DYNAMIC "$QUOTAS"
   echo "GROUP_ACCEPT_SURPLUS = $SURPLUS"
   echo "NEGOTIATOR_USE_SLOT_WEIGHTS = False"
   [ -n "${EXTRA_CONFIG:-}" ] && printf '%s\n' "$EXTRA_CONFIG"
@@ -38,19 +32,7 @@ names=""
 $T tool condor_reconfig >/dev/null
 sleep 3
 $T advertise "$ads"
-sub="$ROOT/home/ref/groups.sub"
-printf '%s\n' "executable = /bin/true" "request_cpus = 1" "request_memory = 1" "request_disk = 1" > "$sub"
-nsub=0
-if [ "$NONE" -gt 0 ]; then
-  printf '%s\n' "accounting_group_user = nobody" "queue $NONE" >> "$sub"
-  nsub=$((nsub + 1))
-fi
-for spec in $QUOTAS; do
-  IFS=: read -r g q <<<"$spec"
-  printf '%s\n' "accounting_group = group_$g" "accounting_group_user = u$g" "queue 30" >> "$sub"
-  nsub=$((nsub + 1))
-done
-$T tool condor_submit groups.sub >/dev/null
+submit_groups "$QUOTAS" "$NONE" 30
 first_cycle_matches "$nsub" | tee "$ROOT/srv/negotiator/matches.txt"
 awk -v n="$N" '{m += $3} END {print "UNMATCHED", n - m}' "$ROOT/srv/negotiator/matches.txt"
 $T pool-down
