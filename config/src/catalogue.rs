@@ -185,7 +185,7 @@ pub const CATALOGUE: &[Knob] = &[
     k("NEGOTIATOR_PRE_JOB_RANK", Expr, Negotiator, Param, Some("(10000000 * My.Rank) + (1000000 * (RemoteOwner =?= UNDEFINED)) - (100000 * Cpus) - Memory"), "First sort key of candidate slots, before the job's Rank"),
     k("NEGOTIATOR_POST_JOB_RANK", Expr, Negotiator, Param, Some("(RemoteOwner =?= UNDEFINED) * (ifthenElse(isUndefined(KFlops), 1000, Kflops) - SlotID - 1.0e10*(Offline=?=True))"), "Sort key of candidate slots after the job's Rank"),
     k("NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION", Bool, Groups, Param, Some("true"), "Do not scale group quotas down when they exceed the pool"),
-    k("NEGOTIATE_ALL_JOBS_IN_CLUSTER", Bool, Negotiator, Param, Some(""), "Keep offering jobs of a cluster after one failed to match; unset means false"),
+    k("NEGOTIATE_ALL_JOBS_IN_CLUSTER", Bool, Negotiator, Param, Some(""), "Give every job an autocluster of its own, so a rejection skips only that job; unset means false"),
     k("PREEMPTION_REQUIREMENTS", Expr, Negotiator, Param, Some("False"), "When priority preemption of a running job is allowed"),
     k("PREEMPTION_REQUIREMENTS_STABLE", Bool, Negotiator, Builtin, Some("True"), "PREEMPTION_REQUIREMENTS gives the same value throughout a cycle"),
     k("PREEMPTION_RANK", Expr, Negotiator, Param, Some("(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)"), "Ranks slots whose jobs would be preempted; higher is preferred"),

@@ -77,7 +77,8 @@ pub struct NegotiatorConfig {
     /// `NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION`: static quotas that add up to more than
     /// their parent are not scaled down.
     pub allow_quota_oversubscription: bool,
-    /// `NEGOTIATE_ALL_JOBS_IN_CLUSTER` (false): a rejected job does not end its cluster's turn.
+    /// `NEGOTIATE_ALL_JOBS_IN_CLUSTER` (false): every job is an autocluster of its own, so a
+    /// rejection skips only that job (not the rest of its autocluster).
     pub negotiate_all_jobs_in_cluster: bool,
     /// `NEGOTIATOR_USE_SLOT_WEIGHTS` (true): slots count by `SlotWeight` (else `Cpus`), not 1.
     pub use_slot_weights: bool,
@@ -378,8 +379,10 @@ impl NegotiatorConfig {
                 } else if let Some(q) = get(&format!("GROUP_QUOTA_DYNAMIC_{g}")) {
                     GroupQuota::Dynamic(parse_num(&format!("GROUP_QUOTA_DYNAMIC_{g}"), &q)?)
                 } else {
-                    // HTCondor: a group with no quota configured has a static quota of 0.
-                    GroupQuota::Static(0.0)
+                    // HTCondor 23.9.6's hgq_construct_tree: a group with no quota configured
+                    // is dynamic with 0 (tests/reference/negotiator/group_order.sh: "static N"
+                    // in the negotiator log's quota table).
+                    GroupQuota::Dynamic(0.0)
                 };
                 let accept_surplus = match get(&format!("GROUP_ACCEPT_SURPLUS_{g}")) {
                     Some(v) => parse_bool(&format!("GROUP_ACCEPT_SURPLUS_{g}"), &v)?,
@@ -490,7 +493,7 @@ mod tests {
         assert_eq!(c.groups.len(), 3);
         assert_eq!(c.groups[0].quota, GroupQuota::Static(20.0));
         assert_eq!(c.groups[1].quota, GroupQuota::Dynamic(0.75));
-        assert_eq!(c.groups[2].quota, GroupQuota::Static(0.0));
+        assert_eq!(c.groups[2].quota, GroupQuota::Dynamic(0.0));
         assert!(c.groups[0].accept_surplus && !c.groups[2].accept_surplus);
         assert_eq!(c.limit_capacity("xsw"), 3.0);
         assert_eq!(c.limit_capacity("LARGE.SWLICENSE"), 100.0);

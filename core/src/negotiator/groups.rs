@@ -1,22 +1,36 @@
 //! Hierarchical group quotas: the tree, quota assignment (static, dynamic, scale-down),
 //! fair-share allocation with bottom-up surplus, and the strict hard-cap check.
 //!
-//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied; hgq_assign_quotas,
-//! hgq_fairshare, hgq_allocate_surplus, strict_enforce_quota, and the allocation round of
+//! Follows HTCondor 23.9.6's GroupEntry.cpp (read, not copied; hgq_construct_tree,
+//! hgq_assign_quotas, hgq_fairshare, hgq_allocate_surplus, hgq_recover_remainders,
+//! hgq_round_robin, strict_enforce_quota, and the allocation round of
 //! hgq_negotiate_with_all_groups whose negotiating part is in [`super::pie`]):
+//! * the tree: `GROUP_NAMES` sorted case-insensitively, so each group's children are in name
+//!   order, and the groups breadth first (the order ties in `GROUP_SORT_EXPR` keep);
 //! * quotas: a parent's quota is split between its static children (scaled down in
 //!   proportion when they add up to more than the parent and oversubscription is off) and
 //!   its dynamic children (fractions of what the static children leave, normalised when they
-//!   add up to more than 1); HTCondor makes a group with no quota configured dynamic with 0
-//!   (hgq_construct_tree), [`NegotiatorConfig::from_lookup`] gives it a static 0 (the same
-//!   quota, reported as static);
+//!   add up to more than 1); a group with no quota configured is dynamic with 0
+//!   (hgq_construct_tree; [`NegotiatorConfig::from_lookup`]);
 //! * allocation: each group first gets `min(requested, quota)`; unused quota (surplus) flows
 //!   up and is handed to siblings that accept surplus, first in proportion to their subtree
 //!   quotas, then evenly; the root always redistributes;
+//! * without slot weights, the fraction of every allocation becomes surplus again and is
+//!   handed out as whole slots, round robin among the groups that accept surplus and still
+//!   request some (hgq_recover_remainders; the order is HTCondor's as in its first cycle, see
+//!   [`RR_TIME`]);
 //! * a group that does not accept surplus caps the usage of its whole subtree at its quota.
 use super::config::{GroupQuota, NegotiatorConfig};
 use crate::accountant::ROOT_GROUP;
 use classad::{ClassAd, Expr, Value};
+
+/// When every group last had a round robin of remainders. HTCondor remembers it per group
+/// across cycles (`rr_time`: the time of the group's last round robin, or of the last cycle in
+/// which it requested nothing) so that the oldest goes first; a cycle here keeps nothing from
+/// the one before, so every group counts as equally old (as in HTCondor's first cycle, or when
+/// every group was served or idle in the last one) and ties go to the larger subtree quota,
+/// then the larger request, then tree order.
+const RR_TIME: f64 = 0.0;
 
 /// One accounting group (HTCondor's GroupEntry).
 #[derive(Clone, Debug)]
@@ -45,6 +59,9 @@ pub(crate) struct GroupNode {
     pub subtree_usage: f64,
     /// `GROUP_SORT_EXPR` in the last round.
     pub sort_key: f64,
+    /// When the subtree last had a round robin of remainders, if it requests anything
+    /// ([`RR_TIME`]), else `f64::MAX` (hgq_recover_remainders' `subtree_rr_time`).
+    pub subtree_rr_time: f64,
     /// Its submitters with idle jobs (indices into the cycle's submitters).
     pub submitters: Vec<usize>,
 }
@@ -68,6 +85,7 @@ impl GroupNode {
             usage: 0.0,
             subtree_usage: 0.0,
             sort_key: 0.0,
+            subtree_rr_time: f64::MAX,
             submitters: Vec::new(),
         }
     }
@@ -81,15 +99,45 @@ pub(crate) struct GroupTree {
     pub warnings: Vec<String>,
 }
 
+/// The tree's nodes in breadth-first order, children in the order they were added (HTCondor's
+/// `hgq_groups`, the order ties in `GROUP_SORT_EXPR` keep), indices renumbered.
+fn breadth_first(nodes: Vec<GroupNode>) -> Vec<GroupNode> {
+    let mut order = vec![0];
+    let mut i = 0;
+    while i < order.len() {
+        order.extend(nodes[order[i]].children.iter().copied());
+        i += 1;
+    }
+    let mut new_index = vec![0; nodes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let mut slots: Vec<Option<GroupNode>> = nodes.into_iter().map(Some).collect();
+    order
+        .iter()
+        .map(|&old| {
+            let mut n = slots[old].take().expect("each node once");
+            n.parent = n.parent.map(|p| new_index[p]);
+            for c in &mut n.children {
+                *c = new_index[*c];
+            }
+            n
+        })
+        .collect()
+}
+
 impl GroupTree {
-    /// The tree of `GROUP_NAMES` (hgq_construct_tree): parents before children, a group whose
-    /// parent is not configured left out with a warning.
+    /// The tree of `GROUP_NAMES` (hgq_construct_tree): groups in breadth-first order, each
+    /// group's children in case-insensitive name order, a group whose parent is not
+    /// configured left out with a warning.
     pub fn build(cfg: &NegotiatorConfig) -> Self {
         let mut nodes = vec![GroupNode::new(ROOT_GROUP, None)];
         let mut warnings = Vec::new();
-        // Parents before children: sort by depth, keeping the configured order otherwise.
+        // HTCondor sorts GROUP_NAMES case-insensitively (strcasecmp) before it builds the
+        // tree, which puts parents before children and each group's children in name order,
+        // whatever order GROUP_NAMES gives (tests/reference/negotiator/group_order.sh).
         let mut groups: Vec<_> = cfg.groups.iter().collect();
-        groups.sort_by_key(|g| g.name.matches('.').count());
+        groups.sort_by_cached_key(|g| g.name.to_ascii_lowercase());
         for g in groups {
             if g.name == ROOT_GROUP {
                 continue;
@@ -135,7 +183,10 @@ impl GroupTree {
         if let Some(root) = nodes.first_mut() {
             root.autoregroup = any;
         }
-        GroupTree { nodes, warnings }
+        GroupTree {
+            nodes: breadth_first(nodes),
+            warnings,
+        }
     }
 
     /// Index of a group by (case-insensitive) name.
@@ -274,6 +325,134 @@ impl GroupTree {
         surplus
     }
 
+    /// hgq_recover_remainders: the fraction of every allocation in the subtree of `g` becomes
+    /// surplus again (allocation and request rounded to whole slots), handed out round robin
+    /// at each level. Returns what is left.
+    fn recover_remainders(&mut self, g: usize) -> f64 {
+        let n = &mut self.nodes[g];
+        let mut surplus = n.allocated - n.allocated.floor();
+        n.allocated -= surplus;
+        n.requested += surplus;
+        n.allocated = (0.5 + n.allocated).floor();
+        n.requested = (0.5 + n.requested).floor();
+        n.subtree_requested = n.requested;
+        n.subtree_rr_time = if n.requested > 0.0 { RR_TIME } else { f64::MAX };
+        let children = n.children.clone();
+        if children.is_empty() {
+            return surplus;
+        }
+        for &c in &children {
+            surplus += self.recover_remainders(c);
+            let (accept, req, rr) = {
+                let c = &self.nodes[c];
+                (c.accept_surplus, c.subtree_requested, c.subtree_rr_time)
+            };
+            if accept {
+                let n = &mut self.nodes[g];
+                n.subtree_requested += req;
+                if req > 0.0 {
+                    n.subtree_rr_time = n.subtree_rr_time.min(rr);
+                }
+            }
+        }
+        self.round_robin(g, surplus)
+    }
+
+    /// hgq_round_robin: whole slots of `surplus` to `g` and its children that accept surplus
+    /// and still request some, at most an equal part each per pass, in the order of
+    /// [`GroupTree::rr_order`]; then down each child's subtree. Returns what is left.
+    fn round_robin(&mut self, g: usize, mut surplus: f64) -> f64 {
+        let n = &mut self.nodes[g];
+        n.subtree_requested = n.subtree_requested.floor();
+        if n.subtree_requested <= 0.0 || surplus < 1.0 {
+            return surplus;
+        }
+        let mut groups = n.children.clone();
+        groups.push(g);
+        let mut allocated = vec![0.0; groups.len()];
+        // The group itself takes part as a child that accepts surplus.
+        let saved = (n.accept_surplus, n.subtree_quota, n.subtree_rr_time);
+        n.accept_surplus = true;
+        n.subtree_quota = n.quota;
+        n.subtree_rr_time = RR_TIME;
+        let mut requested = n.subtree_requested;
+        n.subtree_requested = n.requested;
+        let mut outstanding = 0.0;
+        let mut subreq: Vec<f64> = groups
+            .iter()
+            .map(|&x| {
+                let n = &self.nodes[x];
+                if n.accept_surplus && n.subtree_requested > 0.0 {
+                    outstanding += 1.0;
+                    n.subtree_requested
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let order = self.rr_order(&groups);
+        while surplus >= 1.0 && requested > 0.0 {
+            let amax = f64::max(1.0, (surplus / outstanding).floor());
+            outstanding = 0.0;
+            let mut sumalloc = 0.0;
+            for &j in &order {
+                if subreq[j] > 0.0 {
+                    let a = subreq[j].min(amax);
+                    allocated[j] += a;
+                    subreq[j] -= a;
+                    sumalloc += a;
+                    surplus -= a;
+                    requested -= a;
+                    if subreq[j] > 0.0 {
+                        outstanding += 1.0;
+                    }
+                    if surplus < amax {
+                        break;
+                    }
+                }
+            }
+            if sumalloc < 1.0 {
+                break;
+            }
+        }
+        for j in 0..groups.len() - 1 {
+            if allocated[j] > 0.0 {
+                self.round_robin(groups[j], allocated[j]);
+            }
+        }
+        let last = allocated[groups.len() - 1];
+        let n = &mut self.nodes[g];
+        n.allocated += last;
+        n.requested -= last;
+        n.subtree_requested = requested;
+        (n.accept_surplus, n.subtree_quota, n.subtree_rr_time) = saved;
+        surplus
+    }
+
+    /// Who gets the first cut in a round robin over `groups` (ord_by_rr_time): the oldest
+    /// last round robin of the subtree, then the larger subtree quota, then the larger
+    /// request; ties keep their order. Returns positions in `groups`.
+    fn rr_order(&self, groups: &[usize]) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..groups.len()).collect();
+        idx.sort_by(|&a, &b| {
+            let (x, y) = (&self.nodes[groups[a]], &self.nodes[groups[b]]);
+            x.subtree_rr_time
+                .partial_cmp(&y.subtree_rr_time)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(
+                    y.subtree_quota
+                        .partial_cmp(&x.subtree_quota)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
+                .then(
+                    y.subtree_requested
+                        .partial_cmp(&x.subtree_requested)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
+        });
+        idx
+    }
+
     fn surplus_loop(
         &self,
         by_quota: bool,
@@ -329,13 +508,18 @@ impl GroupTree {
     }
 
     /// One allocation (hgq_negotiate_with_all_groups' round): allocations recomputed from the
-    /// demand left, fair share then surplus. Returns the total allocated.
-    pub fn allocate(&mut self) -> f64 {
+    /// demand left, fair share then surplus, then, without slot weights
+    /// (`recover_remainders`), the fractions handed out again as whole slots. Returns the total
+    /// allocated.
+    pub fn allocate(&mut self, recover_remainders: bool) -> f64 {
         for n in &mut self.nodes {
             n.allocated = 0.0;
             n.subtree_requested = 0.0;
         }
         self.fairshare(0);
+        if recover_remainders {
+            self.recover_remainders(0);
+        }
         let mut allocated_total = 0.0;
         for n in &self.nodes {
             allocated_total += n.allocated;
@@ -346,8 +530,9 @@ impl GroupTree {
     /// The order groups negotiate in: ascending `GROUP_SORT_EXPR`, evaluated against an ad
     /// of the group's `AccountingGroup`, `GroupQuota`, `GroupResourcesAllocated` and
     /// `GroupResourcesInUse` (undefined or not a number sorts last, as HTCondor's FLT_MAX
-    /// does); ties in tree order. Each group keeps its key for the outcome.
-    pub fn negotiation_order(&mut self, sort_expr: Option<&Expr>) -> Vec<usize> {
+    /// does); ties in tree order; with `root_last` (autoregroup) the root after every other
+    /// group (group_order). Each group keeps its key for the outcome.
+    pub fn negotiation_order(&mut self, sort_expr: Option<&Expr>, root_last: bool) -> Vec<usize> {
         for n in &mut self.nodes {
             let mut ad = ClassAd::new();
             ad.insert_value("AccountingGroup", Value::str(&n.name));
@@ -360,9 +545,14 @@ impl GroupTree {
         let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         order.sort_by(|&a, &b| {
             let (x, y) = (&self.nodes[a], &self.nodes[b]);
-            x.sort_key
-                .partial_cmp(&y.sort_key)
-                .unwrap_or(std::cmp::Ordering::Equal)
+            let root = |g: usize| root_last && g == 0;
+            root(a)
+                .cmp(&root(b))
+                .then(
+                    x.sort_key
+                        .partial_cmp(&y.sort_key)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
                 .then(a.cmp(&b))
         });
         order

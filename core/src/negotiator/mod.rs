@@ -18,8 +18,8 @@
 //! | `tables.rs` | what preparation builds and nothing changes | |
 //! | `state.rs` | what matches change: slots taken or carved, usage, limits in use | the accountant's usage, cp_deduct_assets |
 //! | `pie.rs` | pie spins, submitter limits, floors, ceilings, group allocation rounds | negotiateWithGroup, calculateSubmitterLimit, calculatePieLeft, findBelowFloorSubmitters, hgq_negotiate_with_all_groups |
-//! | `groups.rs` | the group tree: quotas, fair share, surplus, strict quotas | GroupEntry.cpp |
-//! | `turn.rs` | one submitter's turn: its jobs' requests in order | negotiate |
+//! | `groups.rs` | the group tree: quotas, fair share, surplus, remainders, strict quotas | GroupEntry.cpp: hgq_construct_tree, hgq_assign_quotas, hgq_fairshare, hgq_allocate_surplus, hgq_recover_remainders, hgq_round_robin, strict_enforce_quota |
+//! | `turn.rs` | one submitter's turn: its jobs' requests in order | negotiate (and the schedd's ScheddNegotiate) |
 //! | `candidates.rs` | a request's candidate slots, best first, and the choice | matchmakingAlgorithm, MatchListType |
 //! | `matchmaking.rs` | one job and one slot: match, ranks, preemption rules, cost | IsAMatch, calculateRanks, SubmitterLimitPermits |
 //! | `figures.rs` | counters and figures, and the outcome built from them | NegotiationCycleStats, publishNegotiationCycleStats |

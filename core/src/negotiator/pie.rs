@@ -12,10 +12,13 @@
 //!   is `(1/EUP) / sum(1/EUP)` of the pie (the pool's SlotWeight, no more than the group's
 //!   quota), its limit that share less its usage, its unclaimed limit also capped by what the
 //!   group's quota leaves; without preemption both are the unclaimed one, in a floor round no
-//!   more than the floor; calculatePieLeft sums the limits;
+//!   more than the floor; calculatePieLeft sums the limits and the starvation ratios from
+//!   them without the floor cap, even in a floor round (it passes `isFloorRound = false`;
+//!   tests/reference/negotiator/floor_pie.sh);
 //! * in a spin, each submitter with idle jobs gets a turn ([`super::turn`]) unless its limit
 //!   or the pie left is below the smallest slot weight after the first spin ("resume"), or its
-//!   ceiling leaves less than that ("done");
+//!   ceiling leaves less than that ("done"); the ceiling and the usage it is charged with are
+//!   whole numbers there (tests/reference/negotiator/ceiling_left.sh);
 //! * findBelowFloorSubmitters ([`Cycle::below_floor`]): a floor round first serves the
 //!   submitters below their floor, each up to it;
 //! * hgq_prepare_for_matchmaking and hgq_negotiate_with_all_groups
@@ -23,10 +26,13 @@
 //!   the tree, then up to `GROUP_QUOTA_MAX_ALLOCATION_ROUNDS` rounds of fair-share allocation
 //!   with surplus ([`super::groups`]), negotiating group by group in `GROUP_SORT_EXPR` order
 //!   (a floor round, then the pie) for its allocation (capped by
-//!   `NEGOTIATOR_STRICT_ENFORCE_QUOTA`); a round that leaves allocations unused lets the next
-//!   one hand them to others;
+//!   `NEGOTIATOR_STRICT_ENFORCE_QUOTA`) in whole slots, as its callback takes the limit as an
+//!   `int`; a round that leaves allocations unused lets the next one hand them to others;
 //! * `GROUP_AUTOREGROUP`: the root's round also takes the submitters of every group that has
-//!   it, without a group limit of their own ([`Cycle::set_autoregroup_round`]).
+//!   it, without a group limit of their own ([`Cycle::set_autoregroup_round`]); in every
+//!   allocation round the root's quota and allocation are the whole pool, and it negotiates
+//!   last whatever `GROUP_SORT_EXPR` says (group_order;
+//!   tests/reference/negotiator/autoregroup_pie.sh).
 use super::cycle::Cycle;
 use super::outcome::LimitedBy;
 use super::state::State;
@@ -44,7 +50,6 @@ struct Spin {
     slot_weight_total: f64,
     /// What the group's quota leaves at the spin's start (negotiating in a group).
     group_left: Option<f64>,
-    floor_round: bool,
     consider_preemption: bool,
 }
 
@@ -56,12 +61,12 @@ struct SubmitterLimit {
 }
 
 impl Spin {
-    /// calculateSubmitterLimit for submitter `s`.
-    fn limit(&self, t: &Tables, st: &State, s: usize) -> SubmitterLimit {
+    /// calculateSubmitterLimit for submitter `s`, held to its floor in a floor round.
+    fn limit(&self, t: &Tables, st: &State, s: usize, floor_round: bool) -> SubmitterLimit {
         let sb = &t.subs[s];
         let u = &st.subs[s];
         let share = self.max_prio / (sb.eup * self.normal);
-        let mut limit = (share * self.slot_weight_total - (u.usage - u.uncounted)).max(0.0);
+        let mut limit = (share * self.slot_weight_total - u.usage).max(0.0);
         let mut unclaimed = limit;
         if let Some(left) = self.group_left {
             unclaimed = unclaimed.min(left);
@@ -69,7 +74,7 @@ impl Spin {
         if !self.consider_preemption {
             limit = unclaimed;
         }
-        if self.floor_round {
+        if floor_round {
             limit = limit.min(sb.floor);
         }
         SubmitterLimit {
@@ -78,6 +83,20 @@ impl Spin {
             share,
         }
     }
+}
+
+/// A group's limit as hgq_negotiate_with_all_groups hands it to the negotiation: its callback
+/// takes the limit as an `int`, so the fraction is dropped (toward zero), with or without slot
+/// weights, and a limit that the surplus arithmetic left at 0.9999999 is 0
+/// (tests/reference/negotiator/quota_scale_down.sh).
+fn whole_slots(slots: f64) -> f64 {
+    slots.clamp(0.0, i32::MAX as f64).trunc()
+}
+
+/// What the group's quota leaves for a submitter (calculateSubmitterLimit's `maxAllowed`):
+/// quota and usage arrive there as `float`s and are subtracted as `float`s.
+fn group_left(group_quota: f64, usage: f64) -> f64 {
+    ((group_quota as f32) - (usage as f32)).max(0.0) as f64
 }
 
 /// The usage of `group` (0 when negotiating outside groups).
@@ -124,14 +143,14 @@ impl Cycle<'_> {
                 max_prio,
                 normal,
                 slot_weight_total: self.tables.total_weight.min(group_quota),
-                group_left: group.map(|_| (group_quota - group_usage(&self.state, group)).max(0.0)),
-                floor_round,
+                group_left: group.map(|_| group_left(group_quota, group_usage(&self.state, group))),
                 consider_preemption: cfg.consider_preemption,
             };
             let mut pie_left = 0.0;
             let mut starvation: HashMap<usize, f64> = HashMap::new();
             for &s in &subs {
-                let l = pie.limit(&self.tables, &self.state, s).limit;
+                // calculatePieLeft: never the floor round's limits.
+                let l = pie.limit(&self.tables, &self.state, s, false).limit;
                 let u = self.state.subs[s].usage;
                 starvation.insert(s, if u + l > 0.0 { u / (u + l) } else { f64::MAX });
                 pie_left += l;
@@ -169,15 +188,17 @@ impl Cycle<'_> {
                     mut limit,
                     unclaimed,
                     share,
-                } = pie.limit(&self.tables, &self.state, s);
+                } = pie.limit(&self.tables, &self.state, s, floor_round);
                 if spin == 1 && self.figures.subs[s].pie_slice.is_none() && !floor_round {
                     self.figures.subs[s].pie_slice = Some(share * pie.slot_weight_total);
                 }
                 if limit > pie_left {
                     limit = pie_left;
                 }
+                // The ceiling and the usage charged against it are ints there
+                // (`submitterCeiling -= (int) usage`).
                 let ceiling_left = match self.tables.subs[s].ceiling {
-                    Some(c) => (c - self.state.subs[s].usage).max(0.0),
+                    Some(c) => (c.trunc() - self.state.subs[s].usage.trunc()).max(0.0),
                     None => f64::MAX,
                 };
                 let idle = self.state.has_idle(&self.tables, s);
@@ -274,12 +295,21 @@ impl Cycle<'_> {
             cfg.allow_quota_oversubscription,
         );
         let any_accept = cfg.accept_surplus || cfg.groups.iter().any(|g| g.accept_surplus);
+        let autoregroup = self.state.groups.nodes[0].autoregroup;
         for _ in 0..cfg.max_allocation_rounds {
-            let allocated_total = self.state.groups.allocate();
+            let mut allocated_total = self.state.groups.allocate(!cfg.use_slot_weights);
+            if autoregroup {
+                // The root negotiates for the whole pool in every round (and keeps that quota
+                // for the next round's fair share).
+                let root = &mut self.state.groups.nodes[0];
+                allocated_total += self.tables.total_weight - root.allocated;
+                root.quota = self.tables.total_weight;
+                root.allocated = self.tables.total_weight;
+            }
             for g in self
                 .state
                 .groups
-                .negotiation_order(cfg.group_sort_expr.as_ref())
+                .negotiation_order(cfg.group_sort_expr.as_ref(), autoregroup)
             {
                 self.negotiate_group(g);
             }
@@ -346,6 +376,7 @@ impl Cycle<'_> {
         if cfg.strict_enforce_quota {
             slots = self.state.groups.strict_enforce(g, slots);
         }
+        let slots = whole_slots(slots);
         if regroup {
             self.set_autoregroup_round(true);
             self.floor_then_pie(subs, slots, None);
@@ -357,24 +388,8 @@ impl Cycle<'_> {
 
     /// Enters or leaves the autoregroup round: job views (and what was evaluated on them)
     /// change with `SubmitterAutoregroup` and `SubmitterNegotiatingGroup`.
-    ///
-    /// In that round the real HTCondor 23.9.6 does not charge a regrouped submitter's pie
-    /// slice with what it matched earlier in the cycle under its own group
-    /// (tests/reference/negotiator/autoregroup.sh: quota 5 of 20 slots, the regrouped user
-    /// ends with 18 next to a `<none>` user's 2), so that usage is set aside for the round.
     fn set_autoregroup_round(&mut self, on: bool) {
-        let (t, st) = (&self.tables, &mut self.state);
-        st.autoregroup_round = on;
-        for n in st.groups.nodes.iter().skip(1).filter(|n| n.autoregroup) {
-            for &s in &n.submitters {
-                let sb = &mut st.subs[s];
-                sb.uncounted = if on {
-                    sb.usage - t.subs[s].usage_before
-                } else {
-                    0.0
-                };
-            }
-        }
+        self.state.autoregroup_round = on;
         self.caches.clear();
     }
 }

@@ -403,13 +403,7 @@ pub(super) fn prepare<'a>(
     let state = State {
         slots: slot_states,
         job_done: vec![false; jobs.len()],
-        subs: usage
-            .iter()
-            .map(|&usage| SubmitterUse {
-                usage,
-                uncounted: 0.0,
-            })
-            .collect(),
+        subs: usage.iter().map(|&usage| SubmitterUse { usage }).collect(),
         groups,
         classes,
         class_members,

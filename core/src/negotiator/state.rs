@@ -55,9 +55,6 @@ pub(super) struct SlotState {
 pub(super) struct SubmitterUse {
     /// Weighted slots in use: claimed at the start, plus matches, minus preempted slots.
     pub usage: f64,
-    /// Usage not counted against the submitter's pie slice in the current round: in the
-    /// autoregroup round, what it matched earlier in this cycle under its own group.
-    pub uncounted: f64,
 }
 
 impl State {

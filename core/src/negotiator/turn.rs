@@ -11,8 +11,14 @@
 //! * a request is answered by matchmakingAlgorithm ([`super::candidates`]); a request of the
 //!   same autocluster as the previous one is answered from its MatchList, which applies the
 //!   submitter limit differently (see [`super::matchmaking::Budget::admits`]);
-//! * a rejected request rejects its autocluster for the rest of the turn (the schedd skips
-//!   it), and its cluster unless `NEGOTIATE_ALL_JOBS_IN_CLUSTER`; a job whose
+//! * a rejected request rejects its autocluster for the rest of the turn (the schedd offers its
+//!   jobs autocluster by autocluster and skips a rejected one, ScheddNegotiate; not the rest
+//!   of the job's cluster, whatever the manual's older text says:
+//!   tests/reference/negotiator/cluster_skip.sh); with `NEGOTIATE_ALL_JOBS_IN_CLUSTER` the
+//!   schedd gives every job an autocluster of its own, so a rejection takes only that job and
+//!   no request is answered from a cached MatchList; without
+//!   `NEGOTIATOR_CONSIDER_PREEMPTION` and slot weights, a request the submitter limit turned
+//!   away ends the turn ("resume"), the other autoclusters unasked; a job whose
 //!   `ConcurrencyLimits` are exhausted or unusable is rejected before matchmaking
 //!   (rejectForConcurrencyLimits);
 //! * each match costs its weight from the submitter's limits and from the pie; the turn ends
@@ -63,8 +69,9 @@ impl Cycle<'_> {
         let cfg = self.tables.cfg;
         let mut used = 0.0;
         let mut used_unclaimed = 0.0;
+        // Rejected autoclusters as the schedd sees them (jobs, with NEGOTIATE_ALL_JOBS_IN_CLUSTER).
         let mut failed_acs: HashSet<usize> = HashSet::new();
-        let mut failed_clusters: HashSet<i64> = HashSet::new();
+        let own_ac = cfg.negotiate_all_jobs_in_cluster;
         let mut limited = false;
         let mut only_rank = false;
         // HTCondor's MatchList cache: the autocluster (and only-rank flag) of the previous
@@ -94,11 +101,9 @@ impl Cycle<'_> {
                 self.figures.subs[sub].limited_by = LimitedBy::Ceiling;
                 return TurnResult::Resume;
             }
-            let (ac, cluster) = (self.tables.jobs[k].ac, self.tables.jobs[k].cluster);
-            if failed_acs.contains(&ac) {
-                continue;
-            }
-            if !cfg.negotiate_all_jobs_in_cluster && failed_clusters.contains(&cluster) {
+            let ac = self.tables.jobs[k].ac;
+            let schedd_ac = if own_ac { k } else { ac };
+            if failed_acs.contains(&schedd_ac) {
                 continue;
             }
             self.figures.jobs_considered += 1;
@@ -116,7 +121,7 @@ impl Cycle<'_> {
                 if limit.is_some() {
                     self.figures.subs[sub].limits_rejected = limit;
                 }
-                failed_acs.insert(ac);
+                failed_acs.insert(schedd_ac);
                 continue;
             }
             let job = self
@@ -128,7 +133,7 @@ impl Cycle<'_> {
             // preempting candidate (rank included) needs SubmitterLimitPermits on
             // (limitUsed, submitterLimit) or, failing that, on the unclaimed pair. The first
             // request of an autocluster (a fresh scan) never limits rank preemption.
-            let cached = match_list == Some((ac, only_rank));
+            let cached = !own_ac && match_list == Some((ac, only_rank));
             match_list = Some((ac, only_rank));
             let ask = Ask {
                 k,
@@ -161,8 +166,13 @@ impl Cycle<'_> {
                     if let Some(n) = miss.concurrency {
                         self.figures.subs[sub].limits_rejected = Some(n);
                     }
-                    failed_acs.insert(ac);
-                    failed_clusters.insert(cluster);
+                    failed_acs.insert(schedd_ac);
+                    // Without preemption and slot weights every slot costs one, so negotiate()
+                    // ends the turn at the first request the submitter limit turned away
+                    // (tests/reference/negotiator/limit_stop.sh).
+                    if miss.limit && !cfg.consider_preemption && !cfg.use_slot_weights {
+                        break;
+                    }
                     continue;
                 }
             };

@@ -66,3 +66,34 @@ first_cycle_matches() {
   awk '/Started Negotiation Cycle/{c++} /include '"$n"' submitter/{if (!want) want=c} c==want && want && /Matched/{print $5}' "$log" \
     | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
 }
+
+# group_quotas KNOB QUOTAS: configuration lines for the groups of QUOTAS ("a:20 b:10" is
+# group_a and group_b): KNOB_group_a = 20 (KNOB GROUP_QUOTA or GROUP_QUOTA_DYNAMIC), ..., then
+# GROUP_NAMES.
+group_quotas() {
+  local knob=$1 names="" spec g q
+  for spec in $2; do
+    IFS=: read -r g q <<<"$spec"
+    names="$names${names:+, }group_$g"
+    echo "${knob}_group_$g = $q"
+  done
+  echo "GROUP_NAMES = $names"
+}
+
+# submit_groups QUOTAS NONE JOBS: one condor_submit of NONE one-core jobs of nobody (no group),
+# then JOBS of a user u<g> in each group group_<g> of QUOTAS; sets nsub to the submitters.
+submit_groups() {
+  local sub="$ROOT/home/ref/groups.sub" spec g q
+  printf '%s\n' "executable = /bin/true" "request_cpus = 1" "request_memory = 1" "request_disk = 1" > "$sub"
+  nsub=0
+  if [ "$2" -gt 0 ]; then   # first: the group lines below stay set for later queue statements
+    printf '%s\n' "accounting_group_user = nobody" "queue $2" >> "$sub"
+    nsub=$((nsub + 1))
+  fi
+  for spec in $1; do
+    IFS=: read -r g q <<<"$spec"
+    printf '%s\n' "accounting_group = group_$g" "accounting_group_user = u$g" "queue $3" >> "$sub"
+    nsub=$((nsub + 1))
+  done
+  $T tool condor_submit groups.sub >/dev/null
+}
