@@ -442,6 +442,17 @@ impl ClassAd {
         crate::eval::eval_in(e, Some(self), target)
     }
 
+    /// [`ClassAd::eval_expr_with`] within `budget` node visits, which it takes from the budget;
+    /// an error when the evaluation would need more (see [`crate::MAX_EVAL_STEPS`]).
+    pub fn eval_expr_budget(
+        &self,
+        e: &Expr,
+        target: Option<&ClassAd>,
+        budget: &mut u64,
+    ) -> Result<Value, crate::EvalLimit> {
+        crate::eval::eval_in_budget(e, Some(self), target, budget)
+    }
+
     /// Old syntax, as `condor_status -long` prints: one `Name = expr` per line.
     pub fn to_old_syntax(&self) -> String {
         let mut s = String::new();

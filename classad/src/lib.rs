@@ -28,6 +28,7 @@ pub use ad::{Attr, ClassAd};
 pub use builtins::Builtin;
 pub use cache::{parse_old_ads_cached, AttrCache};
 pub use error::ParseError;
+pub use eval::{EvalLimit, MAX_EVAL_STEPS};
 pub use expr::{BinOp, Expr, ExprList, References, ScopeKw, UnOp};
 pub use list::List;
 pub use matching::{matches, rank, symmetric_match};

@@ -444,3 +444,39 @@ fn a_list_that_contains_itself_is_evaluated_only_as_far_as_it_is_used() {
     assert_eq!(v, v.clone());
     assert_eq!(ev("[b = {B, 1}].b[0][0][1]").as_int(), Some(1));
 }
+
+/// Issue 13.2: attributes that refer to each other twice over (`a0 = a1 + a1`, ... `a60 = 1`)
+/// would take 2^60 steps; evaluation stops with `error` after MAX_EVAL_STEPS instead of
+/// hanging, through the interpreter, a budget, and matching (compiled Requirements) alike.
+#[test]
+fn exponential_attribute_chains_stop_instead_of_hanging() {
+    let mut text = String::from("[ a60 = 1; ");
+    for i in 0..60 {
+        text.push_str(&format!("a{i} = a{} + a{}; ", i + 1, i + 1));
+    }
+    text.push_str("Requirements = a0 > 0; Name = a0 ]");
+    let ad = crate::parse_ad(&text).expect("parses");
+    let t = std::time::Instant::now();
+    assert_eq!(ad.eval_attr("a0"), Value::Error);
+    assert_eq!(ad.eval_attr("Name"), Value::Error);
+    let mut budget = 1_000_000;
+    let e = ad
+        .eval_expr_budget(&crate::parse_expr("a0").unwrap(), None, &mut budget)
+        .unwrap_err();
+    assert_eq!(e.steps, crate::MAX_EVAL_STEPS);
+    assert!(budget <= 1_000_000 - crate::MAX_EVAL_STEPS);
+    let slot = crate::parse_ad("[ Requirements = true ]").unwrap();
+    assert!(!crate::matches(&ad, &slot));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    // An ordinary evaluation within a budget takes a few steps from it.
+    let mut budget = 100;
+    let v = slot
+        .eval_expr_budget(&crate::parse_expr("1 + 2").unwrap(), None, &mut budget)
+        .unwrap();
+    assert_eq!(v, Value::Int(3));
+    assert!(budget < 100 && budget > 90);
+}

@@ -38,6 +38,11 @@ static TRUE: Value = Value::Bool(true);
 /// interpreter: far below the interpreter's own limit, so compiled nodes never reach it.
 const MAX_COMPILE_DEPTH: u32 = 200;
 
+/// How many nodes one compiled expression may hold before the rest is left to the interpreter
+/// (which bounds its own work): inlining `a0 = a1 + a1; a1 = a2 + a2; ...` doubles at every
+/// level, so depth alone does not bound the size.
+const MAX_COMPILE_NODES: u32 = 5000;
+
 /// A compiled expression node.
 #[derive(Debug)]
 enum Node {
@@ -117,6 +122,7 @@ impl Matcher {
             ad,
             inlining: Vec::new(),
             nesting: 0,
+            nodes: 0,
         };
         // `matches`/`rank` evaluate these from the top (`eval_in`): depth 0, through `eval`.
         let requirements = ad
@@ -265,6 +271,8 @@ struct Compiler<'a> {
     inlining: Vec<*const Expr>,
     /// How deep `compile` is recursing.
     nesting: u32,
+    /// How many nodes have been compiled so far.
+    nodes: u32,
 }
 
 /// Whether evaluating `e` can move the evaluation state's current ad for what follows it in
@@ -309,7 +317,11 @@ impl Compiler<'_> {
     fn compile(&mut self, e: &Expr, depth: u32, by_ref: bool) -> Node {
         // Parentheses on the operand path do not count as depth, so the recursion is bounded
         // separately.
-        if depth >= MAX_COMPILE_DEPTH || self.nesting >= MAX_COMPILE_DEPTH {
+        self.nodes += 1;
+        if depth >= MAX_COMPILE_DEPTH
+            || self.nesting >= MAX_COMPILE_DEPTH
+            || self.nodes >= MAX_COMPILE_NODES
+        {
             // `eval_ref` passes parentheses without counting them; `eval` would count them.
             let mut e = e;
             while let (true, Expr::Paren(x)) = (by_ref, e) {

@@ -31,6 +31,34 @@ use std::sync::{Arc, OnceLock};
 /// Maximum evaluation nesting (expression nodes plus attribute indirections).
 pub const MAX_EVAL_DEPTH: u32 = 1100;
 
+/// The most expression nodes one evaluation may visit before it stops with `error`. The depth
+/// limit does not bound the work: `a0 = a1 + a1; a1 = a2 + a2; ...; a60 = 1` is 60 deep and
+/// 2^60 nodes long. libclassad has no such limit (it would run for ever); a pool's real
+/// expressions visit a few hundred nodes, so this is far out of their way, and it keeps one
+/// hostile ad from stopping a collector's query or a negotiation cycle.
+pub const MAX_EVAL_STEPS: u64 = 200_000;
+
+/// An evaluation stopped because it visited more nodes than it was allowed
+/// ([`MAX_EVAL_STEPS`], or the caller's budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvalLimit {
+    /// The node visits allowed.
+    pub steps: u64,
+}
+
+impl std::fmt::Display for EvalLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "evaluation stopped after {} steps (an expression too expensive to evaluate, \
+             e.g. attributes that refer to each other twice over)",
+            self.steps
+        )
+    }
+}
+
+impl std::error::Error for EvalLimit {}
+
 /// Every 16 levels of evaluation the stack must have this much left, or evaluation goes on in
 /// a new segment of [`STACK_SEGMENT`] bytes: 16 levels of an unoptimised build's frames (an
 /// attribute hop is two levels and some ten calls) fit in it.
@@ -116,6 +144,9 @@ pub(crate) enum Leak {
 /// Per-evaluation state shared by all frames.
 pub(crate) struct Ctx {
     depth: Cell<u32>,
+    /// Expression nodes visited so far, and how many may be.
+    steps: Cell<u64>,
+    limit: u64,
     /// Set when evaluation "fails" in libclassad's sense (a cycle, a bad call that makes the
     /// reference's Evaluate return false): the whole result is then `error`.
     failed: Cell<bool>,
@@ -129,8 +160,15 @@ pub(crate) struct Ctx {
 
 impl Ctx {
     pub fn new() -> Self {
+        Ctx::with_limit(MAX_EVAL_STEPS)
+    }
+
+    /// A state that stops after `limit` node visits.
+    pub fn with_limit(limit: u64) -> Self {
         Ctx {
             depth: Cell::new(0),
+            steps: Cell::new(0),
+            limit,
             failed: Cell::new(false),
             active: Default::default(),
             n_active: Cell::new(0),
@@ -148,6 +186,12 @@ impl Ctx {
     }
     pub fn set_failed(&self, f: bool) {
         self.failed.set(f)
+    }
+
+    /// The node visits so far, and whether the limit stopped the evaluation.
+    pub fn steps(&self) -> (u64, bool) {
+        let s = self.steps.get();
+        (s, s > self.limit)
     }
 
     /// The final result of an evaluation: `error` after a hard failure.
@@ -350,6 +394,27 @@ pub fn eval_in(e: &Expr, my: Option<&ClassAd>, target: Option<&ClassAd>) -> Valu
     result(ctx.finish(v), my, target)
 }
 
+/// [`eval_in`] within `budget` node visits (at most [`MAX_EVAL_STEPS`]), taking what it used
+/// from the budget: a collector evaluating a constraint over many ads under a lock bounds the
+/// whole query, not only each ad.
+pub fn eval_in_budget(
+    e: &Expr,
+    my: Option<&ClassAd>,
+    target: Option<&ClassAd>,
+    budget: &mut u64,
+) -> Result<Value, EvalLimit> {
+    let limit = (*budget).min(MAX_EVAL_STEPS);
+    let ctx = Ctx::with_limit(limit);
+    let pair = Pair::of(my, target);
+    let v = eval(&ctx, Env::top(my, pair.as_ref()), e);
+    let (steps, stopped) = ctx.steps();
+    *budget = budget.saturating_sub(steps);
+    if stopped {
+        return Err(EvalLimit { steps: limit });
+    }
+    Ok(result(ctx.finish(v), my, target))
+}
+
 /// Evaluate attribute `name` of `ad` (with `target` as TARGET); a name the ad lacks is
 /// looked up as a bare reference would be (special names, TARGET).
 pub fn eval_attr(ad: &ClassAd, target: Option<&ClassAd>, name: &str) -> Value {
@@ -485,7 +550,9 @@ fn eval_leaked(ctx: &Ctx, env: Env<'_>, e: &Expr, leak: Leak) -> Value {
 /// [`eval`] in `env` as it is: the depth limit, then the node.
 fn eval_here(ctx: &Ctx, env: Env<'_>, e: &Expr) -> Value {
     let d = ctx.depth.get();
-    if d >= MAX_EVAL_DEPTH {
+    let s = ctx.steps.get() + 1;
+    ctx.steps.set(s);
+    if d >= MAX_EVAL_DEPTH || s > ctx.limit {
         return ctx.fail();
     }
     ctx.depth.set(d + 1);

@@ -306,6 +306,7 @@ impl collector_server::Collector for CollectorService {
                 ))
             })?)
         };
+        let r_constraint = r.constraint.clone();
         let q = Query {
             ad_type: requested_type(&r.ad_type),
             constraint,
@@ -317,7 +318,13 @@ impl collector_server::Collector for CollectorService {
             .table
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .query(&q);
+            .try_query(&q, super::table::QUERY_EVAL_BUDGET)
+            .map_err(|e| {
+                tonic::Status::invalid_argument(format!(
+                    "constraint {:?} is too expensive to evaluate over this pool: {e}",
+                    r_constraint
+                ))
+            })?;
         Ok(tonic::Response::new(pb::QueryReply {
             ads: ads.iter().map(|a| a.to_old_syntax()).collect(),
         }))

@@ -149,9 +149,20 @@ impl Leader {
             slots: snap.slots.clone(),
             jobs: jobs.jobs.clone(),
         };
-        let outcome = tokio::task::spawn_blocking(move || negotiate(&input, &acct, &cfg, now))
-            .await
-            .map_err(|e| format!("negotiation task failed: {e}"))?;
+        // Bounded in time: every evaluation is bounded (classad::MAX_EVAL_STEPS), but many
+        // expensive ones can still add up. A thread cannot be stopped; its outcome is dropped.
+        let limit = self.knobs.max_cycle_time;
+        let task = tokio::task::spawn_blocking(move || negotiate(&input, &acct, &cfg, now));
+        let outcome = match tokio::time::timeout(limit, task).await {
+            Err(_) => {
+                return Err(format!(
+                    "matchmaking took longer than NEGOTIATOR_MAX_TIME_PER_CYCLE ({} s): \
+                     abandoned, no grant sent",
+                    limit.as_secs()
+                ))
+            }
+            Ok(r) => r.map_err(|e| format!("negotiation task failed: {e}"))?,
+        };
         for w in &outcome.warnings {
             tracing::warn!(term, cycle, "negotiator: {w}");
         }

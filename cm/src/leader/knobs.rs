@@ -12,6 +12,9 @@ pub struct Knobs {
     pub cycle_delay: Duration,
     /// `AERIE_NEGOTIATOR_AP_TIMEOUT` (5 s): deadline of each GetRequests / DeliverGrants call.
     pub ap_timeout: Duration,
+    /// `NEGOTIATOR_MAX_TIME_PER_CYCLE` (1200 s, as HTCondor): a matchmaking that takes longer
+    /// is abandoned and nothing from it is delivered.
+    pub max_cycle_time: Duration,
 }
 
 impl Default for Knobs {
@@ -20,6 +23,7 @@ impl Default for Knobs {
             interval: Duration::from_secs(60),
             cycle_delay: Duration::from_secs(20),
             ap_timeout: Duration::from_secs(5),
+            max_cycle_time: Duration::from_secs(1200),
         }
     }
 }
@@ -57,8 +61,17 @@ impl Knobs {
             ms,
             Duration::from_secs(3600),
         )?;
+        let max_cycle_time = knobs.duration(
+            "NEGOTIATOR_MAX_TIME_PER_CYCLE",
+            Some("AERIE_NEGOTIATOR_MAX_TIME_PER_CYCLE"),
+            s,
+            d.max_cycle_time,
+            s,
+            day,
+        )?;
         Ok(Knobs {
             interval,
+            max_cycle_time,
             // A delay longer than the interval would silently stretch the interval.
             cycle_delay: cycle_delay.min(interval),
             ap_timeout,

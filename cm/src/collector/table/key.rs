@@ -112,10 +112,31 @@ impl fmt::Display for AdKey {
     }
 }
 
-/// Checks the attributes every ad needs: `MyType` and `Name`, both strings, and derives the
-/// ad's key from them and its address.
+/// The value of attribute `name` when it is written as a literal (`Name = "slot1@a"`); an
+/// expression is refused. The collector reads `Name`, `MyType`, `ClassAdLifetime` and `Offline`
+/// under its table's write lock, so they must cost nothing to read: an expression there could
+/// take any time to evaluate (issue 13.2), and HTCondor's daemons always send them as literals.
+pub(super) fn literal(ad: &ClassAd, name: &str) -> Result<Value, String> {
+    match ad.lookup(name) {
+        None => Ok(Value::Undefined),
+        Some(classad::Expr::Lit(v)) => Ok(v.clone()),
+        Some(e) => Err(format!(
+            "must be written as a value, not the expression {e}"
+        )),
+    }
+}
+
+/// Checks the attributes every ad needs: `MyType` and `Name`, both literal strings, and
+/// derives the ad's key from them and its address.
 pub(super) fn validate(ad: &ClassAd) -> Result<AdKey, AdError> {
-    let name = match ad.eval_attr("Name") {
+    let literal_of = |attr: &str, ad_name: &str| {
+        literal(ad, attr).map_err(|reason| AdError {
+            ad: ad_name.to_string(),
+            attribute: Some(attr.into()),
+            reason,
+        })
+    };
+    let name = match literal_of("Name", "<no Name>")? {
         Value::Str(s) if !s.is_empty() => s.to_string(),
         Value::Undefined => {
             return Err(AdError {
@@ -132,7 +153,7 @@ pub(super) fn validate(ad: &ClassAd) -> Result<AdKey, AdError> {
             })
         }
     };
-    let my_type = match ad.eval_attr("MyType") {
+    let my_type = match literal_of("MyType", &name)? {
         Value::Str(s) if !s.is_empty() => s.to_string(),
         Value::Undefined => {
             return Err(AdError {

@@ -26,7 +26,7 @@ use std::sync::Arc;
 mod key;
 
 pub use key::{address_host, AdKey, AdType};
-use key::{describe, validate};
+use key::{describe, literal, validate};
 
 mod private;
 
@@ -303,6 +303,11 @@ pub struct AdTable {
     seq: u64,
 }
 
+/// The most evaluation steps one query's constraint may take over all the ads it looks at
+/// (a typical constraint takes a few dozen per ad: 100,000 ads cost a few million; this is
+/// about a second of work).
+pub const QUERY_EVAL_BUDGET: u64 = 20_000_000;
+
 /// The attribute a node uses to give its ad its own lifetime (HTCondor's `ClassAdLifetime`).
 const LIFETIME_ATTR: &str = "ClassAdLifetime";
 
@@ -442,7 +447,14 @@ impl AdTable {
         source: Source,
     ) -> Result<Option<(AdKey, Update)>, AdError> {
         let key = validate(&ad)?;
-        let lifetime = match ad.eval_attr(LIFETIME_ATTR) {
+        let literal_of = |attr: &str| {
+            literal(&ad, attr).map_err(|reason| AdError {
+                ad: key.name.clone(),
+                attribute: Some(attr.into()),
+                reason,
+            })
+        };
+        let lifetime = match literal_of(LIFETIME_ATTR)? {
             Value::Int(n) if n > self.params.max_ad_lifetime => {
                 return Err(AdError {
                     ad: key.name,
@@ -477,7 +489,7 @@ impl AdTable {
             }
             Source::Local { .. } => self.local_version(&key, version),
         };
-        let offline = matches!(ad.eval_attr("Offline"), Value::Bool(true));
+        let offline = matches!(literal_of("Offline")?, Value::Bool(true));
         if offline {
             self.check_offline_quota(&key)?;
         }
@@ -628,7 +640,9 @@ impl AdTable {
     }
 
     /// Ads matching `q`, projected, in key order, each with `LastHeardFrom` (its last
-    /// update time) as HTCondor's collector adds it.
+    /// update time) as HTCondor's collector adds it. An ad whose constraint would take more
+    /// than [`classad::MAX_EVAL_STEPS`] to evaluate does not match; the whole query stops
+    /// (with what it found) once the constraint has cost [`QUERY_EVAL_BUDGET`].
     pub fn query(&self, q: &Query) -> Vec<ClassAd> {
         self.query_keyed(q).into_iter().map(|(_, ad)| ad).collect()
     }
@@ -636,6 +650,27 @@ impl AdTable {
     /// [`AdTable::query`] with each ad's key, for callers that come back for the private part
     /// of exactly that ad ([`AdTable::private_attrs_of`]).
     pub fn query_keyed(&self, q: &Query) -> Vec<(AdKey, ClassAd)> {
+        match self.query_within(q, QUERY_EVAL_BUDGET) {
+            Ok(v) | Err((v, _)) => v,
+        }
+    }
+
+    /// [`AdTable::query`], refused once evaluating the constraint has cost more than
+    /// `budget` steps: a query runs under the table's read lock, which updates wait for, so
+    /// one hostile constraint must not hold it for long. The error carries what was found.
+    pub fn try_query(&self, q: &Query, budget: u64) -> Result<Vec<ClassAd>, classad::EvalLimit> {
+        self.query_within(q, budget)
+            .map(|v| v.into_iter().map(|(_, ad)| ad).collect())
+            .map_err(|(_, e)| e)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn query_within(
+        &self,
+        q: &Query,
+        budget: u64,
+    ) -> Result<Vec<(AdKey, ClassAd)>, (Vec<(AdKey, ClassAd)>, classad::EvalLimit)> {
+        let mut left = budget;
         let refs = q.constraint.as_ref().map(|c| c.references());
         let want_absent = q.absent
             || refs
@@ -662,8 +697,18 @@ impl AdTable {
             }
             let stamped = stamp_first.then(|| stamp(e));
             if let Some(c) = &q.constraint {
-                if !stamped.as_ref().unwrap_or(&e.ad).eval_expr(c).is_true() {
-                    continue;
+                match stamped
+                    .as_ref()
+                    .unwrap_or(&e.ad)
+                    .eval_expr_budget(c, None, &mut left)
+                {
+                    Ok(v) if v.is_true() => {}
+                    Ok(_) => continue,
+                    Err(_) if left == 0 => {
+                        return Err((out, classad::EvalLimit { steps: budget }));
+                    }
+                    // Too expensive for this ad alone: it does not match.
+                    Err(_) => continue,
                 }
             }
             let ad = if q.projection.is_empty() {
@@ -684,7 +729,7 @@ impl AdTable {
                 break;
             }
         }
-        out
+        Ok(out)
     }
 
     /// The absent and offline ads held, for the Raft layer to commit.

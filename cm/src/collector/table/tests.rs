@@ -539,3 +539,53 @@ fn lifetimes_offline_ads_and_tombstones_are_bounded() {
     assert!(t.tombstone_count() <= 100, "{}", t.tombstone_count());
     assert!(t.tombstone_count() >= 80);
 }
+
+/// Issue 13.2: nothing an ad says can hold the table's lock for long. `Name` (and `MyType`,
+/// `ClassAdLifetime`, `Offline`) must be written as values, and a query whose constraint
+/// costs too much is refused instead of running for ever.
+#[test]
+fn expensive_ads_and_constraints_cannot_hold_the_table() {
+    let mut chain = String::new();
+    for i in 0..60 {
+        chain.push_str(&format!("a{i} = a{} + a{}\n", i + 1, i + 1));
+    }
+    chain.push_str("a60 = 1\n");
+    let mut t = AdTable::new(params());
+    let e = t
+        .advertise_text(
+            &format!("MyType = \"Machine\"\nName = strcat(\"x\", a0)\n{chain}"),
+            T0,
+        )
+        .unwrap_err();
+    assert_eq!(e.attribute.as_deref(), Some("Name"));
+    assert!(e.reason.contains("not the expression"), "{e}");
+    for attr in ["ClassAdLifetime = a0", "Offline = a0 > 0"] {
+        let e = t
+            .advertise_text(
+                &format!("{}{attr}\n{chain}", slot("s@a", "Unclaimed", 1)),
+                T0,
+            )
+            .unwrap_err();
+        assert!(e.reason.contains("not the expression"), "{attr}: {e}");
+    }
+    // Stored with the chain as ordinary attributes, the ad is fine; a constraint over the
+    // chain does not match it (too expensive for one ad), and over many ads the query is
+    // refused once it has cost its budget.
+    for i in 0..300 {
+        t.advertise_text(
+            &format!("{}{chain}", slot(&format!("s{i}@a"), "Unclaimed", 1)),
+            T0,
+        )
+        .unwrap();
+    }
+    let q = Query {
+        constraint: Some(parse_expr("a0 > 0").unwrap()),
+        ..Query::default()
+    };
+    let e = t.try_query(&q, 5 * classad::MAX_EVAL_STEPS).unwrap_err();
+    assert_eq!(e.steps, 5 * classad::MAX_EVAL_STEPS);
+    let mut one = AdTable::new(params());
+    one.advertise_text(&format!("{}{chain}", slot("s@a", "Unclaimed", 1)), T0)
+        .unwrap();
+    assert!(one.query(&q).is_empty());
+}
