@@ -101,7 +101,13 @@ async fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
     let survivors = c.running();
     let new_leader = wait_leader(&survivors, LEADER_WAIT)
         .await
-        .expect("new leader");
+        .unwrap_or_else(|e| {
+            let logs: Vec<String> = survivors
+                .iter()
+                .map(|(id, _)| format!("--- node {id}\n{}", c.log(*id)))
+                .collect();
+            panic!("new leader: {e:#}\n{}", logs.join("\n"))
+        });
     assert_ne!(new_leader, leader);
     let live = addrs(&c);
     for (name, v) in &acked {

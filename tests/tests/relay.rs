@@ -221,7 +221,14 @@ async fn absent_and_offline_ads_survive_a_full_cluster_restart() {
         },
     )
     .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", c.log(1)));
+    .unwrap_or_else(|e| {
+        let logs: Vec<String> = c
+            .ids()
+            .into_iter()
+            .map(|id| format!("--- node {id}\n{}", c.log(id)))
+            .collect();
+        panic!("{e}\n{}", logs.join("\n"))
+    });
 
     // Hidden from plain queries on every CM, shown by -absent.
     for a in [&a1, &a2, &a3] {
