@@ -97,3 +97,16 @@ submit_groups() {
   done
   $T tool condor_submit groups.sub >/dev/null
 }
+
+# first_cycle_match_lines NSUB: like first_cycle_matches, but prints that cycle's matches one
+# a line in the order the negotiator made them, as `MATCH <job> <submitter> <slot>`.
+first_cycle_match_lines() {
+  local n=$1 log="$ROOT/srv/ref/pool/log/NegotiatorLog"
+  for _ in $(seq 1 120); do
+    if awk '/Started Negotiation Cycle/{c++; seen=0} /include '"$n"' submitter/{seen=1} /Finished Negotiation Cycle/{if (seen) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
+      break
+    fi
+    sleep 1
+  done
+  awk '/Started Negotiation Cycle/{c++} /include '"$n"' submitter/{if (!want) want=c} c==want && want && /Matched/{print "MATCH", $4, $5, $NF}' "$log"
+}
