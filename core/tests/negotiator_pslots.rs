@@ -135,6 +135,15 @@ fn jobs(user: &str, cluster: i64, n: i64, memory: i64) -> Vec<ClassAd> {
         .collect()
 }
 
+/// The same jobs with `Rank = TARGET.Memory` (condor_submit's `rank = TARGET.Memory`).
+fn ranked_jobs(user: &str, cluster: i64, n: i64, memory: i64) -> Vec<ClassAd> {
+    let mut js = jobs(user, cluster, n, memory);
+    for j in &mut js {
+        j.insert_expr_str("Rank", "TARGET.Memory").unwrap();
+    }
+    js
+}
+
 /// alice (real priority 1) and bob (real priority 2), factor 1, as the scenarios set them.
 fn alice_and_bob() -> Accountant {
     ledger(&[("alice@ref.test", 1.0), ("bob@ref.test", 2.0)])
@@ -247,3 +256,41 @@ fn consumption_policy_splits_in_list_order() {
     );
 }
 
+// tests/reference/negotiator/pslot_consumption_rank.sh: the real negotiator matched, in order,
+// carol: pc node1 pa pa pa pa pb pb; dave: pc pb (MATCHES carol 8, dave 2).
+#[test]
+fn split_slot_stays_at_the_head_unless_it_outranks_the_next() {
+    let slots = vec![
+        slot("node1", &[("Memory", "5000")]),
+        cp_pslot("pa", 4, 4096, 128),
+        cp_pslot("pb", 4, 3072, 128),
+        cp_pslot("pc", 2, 8192, 128),
+    ];
+    let mut js = ranked_jobs("carol", 1, 10, 1000);
+    js.extend(ranked_jobs("dave", 2, 5, 100));
+    let acct = ledger(&[("carol@ref.test", 1.0), ("dave@ref.test", 4.0)]);
+    let cfg = NegotiatorConfig::default()
+        .with_pre_job_rank("0")
+        .unwrap()
+        .with_post_job_rank("0")
+        .unwrap();
+    let o = run(slots, js, &acct, &cfg);
+    // pc (8192 MB) sorts first; split (7168) it still outranks every other entry and goes to
+    // the tail. pa split (3072) ties with pb and stays at the head; split again it ranks below
+    // pb but stays at the head all the same, until it no longer fits a job.
+    assert_eq!(
+        order(&o),
+        expect(&[
+            ("carol", "slot1@pc"),
+            ("carol", "slot1@node1"),
+            ("carol", "slot1@pa"),
+            ("carol", "slot1@pa"),
+            ("carol", "slot1@pa"),
+            ("carol", "slot1@pa"),
+            ("carol", "slot1@pb"),
+            ("carol", "slot1@pb"),
+            ("dave", "slot1@pc"),
+            ("dave", "slot1@pb"),
+        ])
+    );
+}
