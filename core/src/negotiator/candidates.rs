@@ -87,6 +87,17 @@ impl Bucket {
     }
 }
 
+/// calculateRanks' keys of an unclaimed candidate (no preemption, so no `PREEMPTION_RANK`).
+fn unclaimed_keys(pe: &PairEval) -> [f64; 5] {
+    [
+        pe.pre,
+        pe.job_rank,
+        pe.post,
+        MatchReason::NoPreemption as u8 as f64,
+        -(f32::MAX as f64),
+    ]
+}
+
 fn keys_cmp(a: &[f64; 5], b: &[f64; 5]) -> Ordering {
     for i in 0..5 {
         match a[i].partial_cmp(&b[i]).unwrap_or(Ordering::Equal) {
@@ -272,15 +283,8 @@ impl Caches {
                 continue;
             };
             if let Some(pe) = self.pair(t, st, ask, rep as usize) {
-                let keys = [
-                    pe.pre,
-                    pe.job_rank,
-                    pe.post,
-                    MatchReason::NoPreemption as u8 as f64,
-                    -(f32::MAX as f64),
-                ];
                 out.push(Bucket {
-                    keys,
+                    keys: unclaimed_keys(&pe),
                     class,
                     slots: members,
                     cursor,
@@ -498,13 +502,7 @@ impl Caches {
         let Some(pe) = self.pair(t, st, ask, si) else {
             return;
         };
-        let keys = [
-            pe.pre,
-            pe.job_rank,
-            pe.post,
-            MatchReason::NoPreemption as u8 as f64,
-            -(f32::MAX as f64),
-        ];
+        let keys = unclaimed_keys(&pe);
         let mut at = m.head;
         while at < m.entries.len() {
             // Entries with nothing left are not in HTCondor's list.

@@ -26,39 +26,14 @@ MODIFY_REQUEST_EXPR_REQUESTMEMORY = quantize(RequestMemory,{4096})
 CFG
 $T tool condor_reconfig >/dev/null
 sleep 3
-: > "$ads"
-for spec in pa:4:4096:128 pb:4:3072:1024 pc:2:2048:128; do
-  IFS=: read -r node cpus memory step <<<"$spec"
-  slot_ad "$node" "PartitionableSlot = true
-SlotType = \"Partitionable\"
-Cpus = $cpus
-Memory = $memory
-TotalSlotCpus = $cpus
-TotalSlotMemory = $memory
-Start = true
-MachineResources = \"Cpus Memory Disk Swap\"
-ConsumptionCpus = quantize(target.RequestCpus,{ 1 })
-ConsumptionMemory = quantize(target.RequestMemory,{ $step })
-ConsumptionDisk = quantize(target.RequestDisk,{ 1024 })
-WithinResourceLimits = (ifThenElse(TARGET._cp_orig_RequestCpus =!= undefined,TARGET.RequestCpus <= MY.Cpus,MY.ConsumptionCpus <= MY.Cpus) && ifThenElse(TARGET._cp_orig_RequestDisk =!= undefined,TARGET.RequestDisk <= MY.Disk,MY.ConsumptionDisk <= MY.Disk) && ifThenElse(TARGET._cp_orig_RequestMemory =!= undefined,TARGET.RequestMemory <= MY.Memory,MY.ConsumptionMemory <= MY.Memory))
-Requirements = START && (WithinResourceLimits)" >> "$ads"
-done
+{
+  cp_pslot_ad pa 4 4096 128
+  cp_pslot_ad pb 4 3072 1024
+  cp_pslot_ad pc 2 2048 128
+} > "$ads"
 $T advertise "$ads"
-for spec in alice:1:600 bob:2:100; do
-  IFS=: read -r u prio mem <<<"$spec"
-  $T tool condor_userprio -setfactor "$u@ref.test" 1 >/dev/null
-  $T tool condor_userprio -setprio "$u@ref.test" "$prio" >/dev/null
-  cat > "$ROOT/home/ref/$u.sub" <<SUB
-executable = /bin/true
-accounting_group_user = $u
-request_cpus = 1
-request_memory = $mem
-request_disk = 1
-queue 10
-SUB
-  $T tool condor_submit "$u.sub" >/dev/null
-done
-first_cycle_match_lines 2 | tee "$ROOT/srv/matches.txt"
-awk '{print $3}' "$ROOT/srv/matches.txt" | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
-grep -E "Matched|limit|Rejected|match cost" "$ROOT/srv/ref/pool/log/NegotiatorLog" | tail -40 >&2 || true
+submit_user alice 1 600 10
+submit_user bob 2 100 10
+first_cycle_match_lines_and_counts 2
+grep -E "Matched|limit|Rejected" "$ROOT/srv/ref/pool/log/NegotiatorLog" | tail -40 >&2 || true
 $T pool-down

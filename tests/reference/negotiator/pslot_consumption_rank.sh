@@ -24,40 +24,15 @@ NEGOTIATOR_POST_JOB_RANK = 0
 CFG
 $T tool condor_reconfig >/dev/null
 sleep 3
-slot_ad node1 "Memory = 5000" > "$ads"
-for spec in pa:4:4096 pb:4:3072 pc:2:8192; do
-  IFS=: read -r node cpus memory <<<"$spec"
-  slot_ad "$node" "PartitionableSlot = true
-SlotType = \"Partitionable\"
-Cpus = $cpus
-Memory = $memory
-TotalSlotCpus = $cpus
-TotalSlotMemory = $memory
-Start = true
-MachineResources = \"Cpus Memory Disk Swap\"
-ConsumptionCpus = quantize(target.RequestCpus,{ 1 })
-ConsumptionMemory = quantize(target.RequestMemory,{ 128 })
-ConsumptionDisk = quantize(target.RequestDisk,{ 1024 })
-WithinResourceLimits = (ifThenElse(TARGET._cp_orig_RequestCpus =!= undefined,TARGET.RequestCpus <= MY.Cpus,MY.ConsumptionCpus <= MY.Cpus) && ifThenElse(TARGET._cp_orig_RequestDisk =!= undefined,TARGET.RequestDisk <= MY.Disk,MY.ConsumptionDisk <= MY.Disk) && ifThenElse(TARGET._cp_orig_RequestMemory =!= undefined,TARGET.RequestMemory <= MY.Memory,MY.ConsumptionMemory <= MY.Memory))
-Requirements = START && (WithinResourceLimits)" >> "$ads"
-done
+{
+  slot_ad node1 "Memory = 5000"
+  cp_pslot_ad pa 4 4096 128
+  cp_pslot_ad pb 4 3072 128
+  cp_pslot_ad pc 2 8192 128
+} > "$ads"
 $T advertise "$ads"
-for spec in carol:1:1000:10 dave:4:100:5; do
-  IFS=: read -r u prio mem n <<<"$spec"
-  $T tool condor_userprio -setfactor "$u@ref.test" 1 >/dev/null
-  $T tool condor_userprio -setprio "$u@ref.test" "$prio" >/dev/null
-  cat > "$ROOT/home/ref/$u.sub" <<SUB
-executable = /bin/true
-accounting_group_user = $u
-request_cpus = 1
-request_memory = $mem
-request_disk = 1
-rank = TARGET.Memory
-queue $n
-SUB
-  $T tool condor_submit "$u.sub" >/dev/null
-done
-first_cycle_match_lines 2 | tee "$ROOT/srv/matches.txt"
-awk '{print $3}' "$ROOT/srv/matches.txt" | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+submit_user carol 1 1000 10 "rank = TARGET.Memory"
+submit_user dave 4 100 5 "rank = TARGET.Memory"
+first_cycle_match_lines_and_counts 2
 grep -E "limit|Rejected" "$ROOT/srv/ref/pool/log/NegotiatorLog" | tail -20 >&2 || true
 $T pool-down

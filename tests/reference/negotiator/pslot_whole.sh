@@ -18,39 +18,14 @@ set -euo pipefail
 . "$(dirname "$0")/pool.sh"
 start_pool
 : > "$ads"
-mem=1024
 for i in 1 2 3 4; do
-  slot_ad "node$i" "Memory = $mem" >> "$ads"
-  mem=$((mem + 16))
+  slot_ad "node$i" "Memory = $((1024 + 16 * (i - 1)))" >> "$ads"
 done
-for spec in mid:4:1000 big:12:12288; do
-  IFS=: read -r node cpus memory <<<"$spec"
-  slot_ad "$node" "PartitionableSlot = true
-SlotType = \"Partitionable\"
-Cpus = $cpus
-Memory = $memory
-TotalSlotCpus = $cpus
-TotalSlotMemory = $memory
-Start = true
-WithinResourceLimits = (MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory && MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk)
-Requirements = START && (WithinResourceLimits)" >> "$ads"
-done
+pslot_ad mid 4 1000 >> "$ads"
+pslot_ad big 12 12288 >> "$ads"
 $T advertise "$ads"
-for spec in alice:1 bob:2; do
-  IFS=: read -r u prio <<<"$spec"
-  $T tool condor_userprio -setfactor "$u@ref.test" 1 >/dev/null
-  $T tool condor_userprio -setprio "$u@ref.test" "$prio" >/dev/null
-  cat > "$ROOT/home/ref/$u.sub" <<SUB
-executable = /bin/true
-accounting_group_user = $u
-request_cpus = 1
-request_memory = 1000
-request_disk = 1
-queue 10
-SUB
-  $T tool condor_submit "$u.sub" >/dev/null
-done
-first_cycle_match_lines 2 | tee "$ROOT/srv/matches.txt"
-awk '{print $3}' "$ROOT/srv/matches.txt" | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
-grep -E "Matched|limit|Rejected|match cost" "$ROOT/srv/ref/pool/log/NegotiatorLog" | tail -30 >&2 || true
+submit_user alice 1 1000 10
+submit_user bob 2 1000 10
+first_cycle_match_lines_and_counts 2
+grep -E "Matched|limit|Rejected" "$ROOT/srv/ref/pool/log/NegotiatorLog" | tail -30 >&2 || true
 $T pool-down
