@@ -108,6 +108,11 @@ fn cp_pslot(node: &str, cpus: i64, memory: i64, step: i64) -> ClassAd {
 /// `n` idle jobs of `user` in cluster `cluster` as condor_submit writes them (request_cpus 1,
 /// request_memory `memory`, request_disk 1, `accounting_group_user = user`).
 fn jobs(user: &str, cluster: i64, n: i64, memory: i64) -> Vec<ClassAd> {
+    jobs_of(user, cluster, n, 1, memory)
+}
+
+/// The same with request_cpus `cpus`.
+fn jobs_of(user: &str, cluster: i64, n: i64, cpus: i64, memory: i64) -> Vec<ClassAd> {
     (0..n)
         .map(|p| {
             ad(&[
@@ -120,7 +125,7 @@ fn jobs(user: &str, cluster: i64, n: i64, memory: i64) -> Vec<ClassAd> {
                 ("JobStatus", "1"),
                 ("QDate", &(1_700_000_000 + cluster).to_string()),
                 ("JobPrio", "0"),
-                ("RequestCpus", "1"),
+                ("RequestCpus", &cpus.to_string()),
                 ("RequestMemory", &memory.to_string()),
                 ("RequestDisk", "1"),
                 ("FileSystemDomain", "\"ref.test\""),
@@ -293,4 +298,37 @@ fn split_slot_stays_at_the_head_unless_it_outranks_the_next() {
             ("dave", "slot1@pb"),
         ])
     );
+}
+
+// tests/reference/negotiator/pslot_random.sh, seed 7: the real negotiator matched, in order,
+// bob: cp2 pp2 cp1; alice: cp1 cp1 cp1, then (second spin) pp1. alice's fresh scan admits pp1
+// (7 cpus) by the round-up rule, having used nothing; her second request pops and discards it
+// over her limit (3.4); when the list runs out her request is rejected for the submitter limit
+// (the list's diagnostics keep that discard), so she resumes in the second spin, where pp1 fits
+// her limit.
+#[test]
+fn a_discard_for_the_limit_is_remembered_by_the_match_list() {
+    let slots = vec![
+        cp_pslot("cp1", 5, 2561, 128),
+        cp_pslot("cp2", 2, 12034, 1024),
+        pslot("pp1", 7, 11264),
+        pslot("pp2", 3, 9216),
+    ];
+    let mut js = jobs("alice", 1, 6, 302);
+    js.extend(jobs_of("bob", 2, 3, 2, 555));
+    let acct = ledger(&[("alice@ref.test", 4.0), ("bob@ref.test", 1.0)]);
+    let o = run(slots, js, &acct, &NegotiatorConfig::default());
+    assert_eq!(
+        order(&o),
+        expect(&[
+            ("bob", "slot1@cp2"),
+            ("bob", "slot1@pp2"),
+            ("bob", "slot1@cp1"),
+            ("alice", "slot1@cp1"),
+            ("alice", "slot1@cp1"),
+            ("alice", "slot1@cp1"),
+            ("alice", "slot1@pp1"),
+        ])
+    );
+    assert_eq!(o.stats["LastNegotiationCyclePieSpins0"], 2.0);
 }

@@ -138,6 +138,7 @@ pub(super) struct Choice {
 }
 
 /// Why a request found no slot.
+#[derive(Clone, Debug, Default)]
 pub(super) struct Miss {
     /// A matching slot was turned away by the submitter limit.
     pub limit: bool,
@@ -167,6 +168,11 @@ struct MatchList {
     /// A slot with a consumption policy the last pop matched: it goes back in (if it still
     /// matches) before the next pop, once the match has split it.
     returned: Option<usize>,
+    /// Why candidates were turned away since the fresh scan, the scan included: a request the
+    /// list cannot answer is rejected for all of them (MatchListType's diagnostics, which
+    /// pops only add to: a candidate a pop discarded for the submitter limit still makes a
+    /// later empty list "submitter limit exceeded", and its submitter resume in the next spin).
+    turned_away: Miss,
 }
 
 /// What the cycle remembers only to go faster (and the turn's match list).
@@ -381,10 +387,7 @@ impl Caches {
             let l = self.build(t, st, ask);
             self.lists.insert(ac, l);
         }
-        let mut miss = Miss {
-            limit: false,
-            concurrency: None,
-        };
+        let mut miss = Miss::default();
         let mut chosen = None;
         let mut list = self.lists.remove(&ac).unwrap_or_default();
         'buckets: for bucket in list.iter_mut() {
@@ -422,10 +425,6 @@ impl Caches {
     /// keeping the candidates it admits; every request then pops it, discarding what the checks
     /// turn away (pop_candidate); a split slot the previous pop matched goes back in first.
     fn pick_from_match_list(&mut self, t: &Tables, st: &State, ask: &Ask) -> Result<Choice, Miss> {
-        let mut miss = Miss {
-            limit: false,
-            concurrency: None,
-        };
         let same = |m: &MatchList| m.ac == ask.ac && m.only_rank == ask.only_rank;
         let mut m = match self.match_list.take() {
             Some(mut m) if ask.cached && same(&m) => {
@@ -435,6 +434,7 @@ impl Caches {
                 m
             }
             _ => {
+                let mut miss = Miss::default();
                 let mut entries = self.build(t, st, ask);
                 entries.retain_mut(|b| {
                     let reason = b.reason();
@@ -455,6 +455,7 @@ impl Caches {
                     entries,
                     head: 0,
                     returned: None,
+                    turned_away: miss,
                 }
             }
         };
@@ -467,7 +468,7 @@ impl Caches {
             };
             let reason = b.reason();
             b.cursor += 1;
-            match self.admit(t, st, ask, si, reason, &mut miss) {
+            match self.admit(t, st, ask, si, reason, &mut m.turned_away) {
                 Admit::Take(c) => {
                     if c.consumption.is_some() {
                         m.returned = Some(si);
@@ -483,6 +484,7 @@ impl Caches {
                 Admit::Skip => {}
             }
         }
+        let miss = m.turned_away.clone();
         self.match_list = Some(m);
         chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss)
     }
