@@ -280,6 +280,7 @@ pub const CATALOGUE: &[Knob] = &[
     k("MODIFY_REQUEST_EXPR_REQUESTCPUS", Expr, StartdPolicy, Param, Some("quantize(RequestCpus,{1})"), "Rounding of requested cores for a dynamic slot"),
     k("MODIFY_REQUEST_EXPR_REQUESTMEMORY", Expr, StartdPolicy, Param, Some("quantize(RequestMemory,{128})"), "Rounding of requested memory for a dynamic slot"),
     k("MODIFY_REQUEST_EXPR_REQUESTDISK", Expr, StartdPolicy, Param, Some("quantize(RequestDisk,{1024})"), "Rounding of requested disk for a dynamic slot"),
+    k("MUST_MODIFY_REQUEST_EXPRS", Bool, StartdPolicy, Param, Some("false"), "Keep the modified requests even when the partitionable slot no longer matches them"),
     k("JOB_DEFAULT_REQUESTMEMORY", Expr, JobScheduling, Param, Some("ifthenelse(MemoryUsage =!= UNDEFINED,MemoryUsage,(ImageSize+1023)/1024)"), "request_memory of a job that gives none"),
     k("JOB_DEFAULT_REQUESTCPUS", Expr, JobScheduling, Param, Some("1"), "request_cpus of a job that gives none"),
     k("JOB_DEFAULT_REQUESTDISK", Expr, JobScheduling, Param, Some("DiskUsage"), "request_disk of a job that gives none"),

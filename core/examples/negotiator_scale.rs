@@ -1,11 +1,12 @@
 // Synthetic-pool benchmark of one negotiation cycle.
 //
 //   cargo run --release -p aerie-core --example negotiator_scale -- \
-//       --slots 10000 --jobs 50000 --submitters 50 [--groups] [--preemption] [--pslots] [--runs 3]
+//       --slots 10000 --jobs 50000 --submitters 50 [--groups] [--preemption] [--pslots [--cp]] [--runs 3]
 //
 // Pool: machines of 8 static 1-core slots (SlotID 1..8), four machine types (memory, KFlops),
 // 10% of slots busy when --preemption is given (with PREEMPTION_REQUIREMENTS comparing
-// priorities). Jobs: each submitter has 6 kinds of job (request memory x requirements), so
+// priorities). --pslots makes each machine one 8-core partitionable slot (matched once a cycle);
+// --cp gives those slots the startd's default consumption policy (split within the cycle). Jobs: each submitter has 6 kinds of job (request memory x requirements), so
 // about 6 x submitters autoclusters. --groups puts submitters in 5 groups with static quotas
 // and surplus. The configuration is HTCondor 23.9.6's default (admin ranks included).
 use aerie_core::accountant::{Accountant, AccountantCommand, AccountantParams};
@@ -40,6 +41,7 @@ fn main() {
     let groups = args.iter().any(|a| a == "--groups");
     let preemption = args.iter().any(|a| a == "--preemption");
     let pslots = args.iter().any(|a| a == "--pslots");
+    let cp = pslots && args.iter().any(|a| a == "--cp");
     let n_groups = 5;
     let group_of = |s: usize| format!("group_g{}", s % n_groups);
     let user = |s: usize| {
@@ -76,6 +78,14 @@ fn main() {
         a.insert_int("TotalJobRuntime", 0);
         if pslots {
             a.insert_bool("PartitionableSlot", true);
+        }
+        if cp {
+            a.insert_str("MachineResources", "Cpus Memory Disk Swap");
+            for (asset, step) in [("Cpus", 1), ("Memory", 128), ("Disk", 1024)] {
+                let e = format!("quantize(target.Request{asset},{{{step}}})");
+                a.insert_expr_str(&format!("Consumption{asset}"), &e)
+                    .unwrap();
+            }
         }
         a.insert_expr_str("Start", "true").unwrap();
         a.insert_expr_str(
@@ -191,7 +201,7 @@ fn main() {
         h.finish()
     };
     println!(
-        "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} pslots={pslots}: \
+        "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} pslots={pslots} cp={cp}: \
          matches={} preemptions={} autoclusters={} slot_classes={} pie_spins={} \
          cycle wall min={:.3}s median={:.3}s, cpu min={:.2}s median={:.2}s (build {:.2}s) digest={digest:016x}",
         o.matches.len(),

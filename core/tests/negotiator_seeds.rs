@@ -719,9 +719,13 @@ fn set_defaults_and_expression_limits() {
     assert!(o.rejections[0].1.contains("both"));
 }
 
-// Partitionable slots: several matches per slot per cycle, carved sizes charged.
+// Partitionable slots. The real negotiator 23.9.6 (tests/reference/negotiator/pslot_whole.sh)
+// matches one without a consumption policy once per cycle and charges its whole SlotWeight
+// (this test asserted 4 carved matches before that scenario showed otherwise); with a
+// consumption policy (pslot_consumption.sh) it splits the slot within the cycle and charges
+// what each match consumes. More in negotiator_pslots.rs.
 #[test]
-fn partitionable_slot_is_carved_several_times() {
+fn partitionable_slot_is_split_only_with_a_consumption_policy() {
     let acct = Accountant::new(AccountantParams::default());
     let p = slot(
         "slot1@big",
@@ -744,7 +748,26 @@ fn partitionable_slot_is_carved_several_times() {
             ),
         ],
     );
-    let o = run(vec![p], js, &acct, &NegotiatorConfig::plain());
+    let o = run(
+        vec![p.clone()],
+        js.clone(),
+        &acct,
+        &NegotiatorConfig::plain(),
+    );
+    assert_eq!(o.matches.len(), 1);
+    assert_eq!(o.matches[0].weight, 8.0);
+    // What the startd will carve (MODIFY_REQUEST_EXPR_*: memory in steps of 128 MB).
+    assert_eq!(o.matches[0].carved, Some((2.0, 1024.0, 1024.0)));
+    let mut cp = p;
+    for (k, v) in [
+        ("MachineResources", "\"Cpus Memory Disk Swap\""),
+        ("ConsumptionCpus", "quantize(target.RequestCpus,{1})"),
+        ("ConsumptionMemory", "quantize(target.RequestMemory,{128})"),
+        ("ConsumptionDisk", "quantize(target.RequestDisk,{1024})"),
+    ] {
+        cp.insert_expr_str(k, v).unwrap();
+    }
+    let o = run(vec![cp], js, &acct, &NegotiatorConfig::plain());
     assert_eq!(o.matches.len(), 4);
     assert!(o
         .matches

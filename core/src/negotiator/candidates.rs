@@ -1,6 +1,7 @@
 //! Candidate slots: for each request, the matching slots best first, and the choice of the
 //! first one the turn's limits admit. Everything here is a cache of what
-//! [`super::matchmaking`] would compute again from the tables and the state.
+//! [`super::matchmaking`] would compute again from the tables and the state, except the order
+//! of a match list that split slots went back into (below).
 //!
 //! HTCondor 23.9.6's matchmakingAlgorithm scans every startd ad for each request, keeps the
 //! best by calculateRanks' keys and, with matchlist caching, sorts all the admissible
@@ -8,14 +9,26 @@
 //! requests of the same autocluster, submitter and `only_for_startdrank` pop
 //! (pop_candidate); negotiateWithGroup drops the list at each pie spin (DeleteMatchList). Here:
 //! * a pair is evaluated once per (autocluster, slot class) ([`Caches::pair`]): slots of a
-//!   class are identical for every significant attribute, so they match and rank alike;
-//! * an autocluster's candidates are built once ([`Caches::lists`]) as buckets of slots with
-//!   identical sort keys (a whole class of idle slots, or one claimed slot), best first and,
-//!   for equal keys, in input order (HTCondor keeps the first best slot in collector order);
-//!   the list survives the spins because a taken slot is skipped and a carved partitionable
-//!   slot is re-sorted under its new class as the walk meets it;
+//!   class are identical for every significant attribute, so they match, rank and cost alike;
+//! * an autocluster's candidates are built as buckets of slots with identical sort keys (a
+//!   whole class of idle slots, or one claimed slot), best first and, for equal keys, in input
+//!   order (HTCondor keeps the first best slot in collector order);
 //! * the job ad a request is matched as (with the `Submitter*` attributes negotiate() assigns)
 //!   is built once per autocluster ([`Caches::job_view`]).
+//!
+//! Without a slot with a consumption policy no slot changes during the cycle, it is only taken
+//! (a partitionable slot too: negotiate() removes every matched offer but a split one), so an
+//! autocluster's candidates are built once ([`Caches::lists`]) and survive the spins: walking
+//! them from the start, skipping taken slots, is a fresh scan, and popping them is the cached
+//! MatchList. With one ([`Tables::has_cp`]) a match splits the slot (cp_deduct_assets) and it
+//! stays, so each fresh scan builds the list anew from the slots as they are, keeping only the
+//! candidates the scan admits, and later requests pop it ([`MatchList`]). After such a match
+//! HTCondor re-tests the split slot against the same request and, if it still matches, puts
+//! it back (returnPslotToMatchList, MatchListType::insert_candidate) at the head, then moves it
+//! toward the tail past every entry it outranks: a split slot that now sorts better than the
+//! next entry (the default `NEGOTIATOR_PRE_JOB_RANK` prefers smaller slots) goes behind the
+//! entries worse than it, and one that does not stays at the head. The next fresh scan sorts
+//! it where it belongs.
 //!
 //! When an expression reads a `*ResourcesInUse` attribute (which every match changes) the
 //! turn drops these caches ([`Caches::clear`]); so does the autoregroup round, whose jobs see
@@ -24,7 +37,9 @@
 //! turn, not by whether a list is cached here.
 use super::keys::FxBuild;
 use super::limits::parse_limits;
-use super::matchmaking::{eval_pair, match_cost, preempt_state, Budget, PairEval, Request};
+use super::matchmaking::{
+    eval_pair, match_cost, preempt_state, startd_carve, Budget, Consumption, PairEval,
+};
 use super::outcome::MatchReason;
 use super::state::State;
 use super::tables::{JobLimits, Tables};
@@ -34,19 +49,53 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 /// Candidate slots of one autocluster with identical sort keys: a whole slot class (idle
-/// slots of a class all sort alike) or a single slot (busy slots, carved partitionable slots).
+/// slots of a class all sort alike) or a single slot (busy slots, split slots going back
+/// into a match list).
 #[derive(Clone, Debug)]
 pub(super) struct Bucket {
     /// calculateRanks' keys: pre-job rank, job rank, post-job rank, preemption state
     /// ([`MatchReason`] as a number) and preemption rank.
     keys: [f64; 5],
     class: usize,
-    /// A class of static slots shares the class's member list (it never changes, slots are
-    /// only taken), so that listing candidates costs nothing per slot; partitionable classes
-    /// and single slots get their own list.
+    /// A class of slots that are only ever taken shares the class's member list (it never
+    /// changes), so that listing candidates costs nothing per slot; classes of slots with a
+    /// consumption policy and single slots get their own list.
     slots: Rc<Vec<u32>>,
-    /// Entries before this index are known to be taken.
+    /// Entries before this index are known to be taken (or, in a [`MatchList`], popped).
     cursor: usize,
+}
+
+impl Bucket {
+    /// Why a slot of this bucket would be taken.
+    fn reason(&self) -> MatchReason {
+        match self.keys[3] as u8 {
+            2 => MatchReason::NoPreemption,
+            1 => MatchReason::Rank,
+            _ => MatchReason::Priority,
+        }
+    }
+
+    /// The first slot not taken, the cursor moved up to it; `None` when none is left.
+    fn first_live(&mut self, st: &State) -> Option<usize> {
+        while let Some(&si) = self.slots.get(self.cursor) {
+            if !st.slots[si as usize].taken {
+                return Some(si as usize);
+            }
+            self.cursor += 1;
+        }
+        None
+    }
+}
+
+/// calculateRanks' keys of an unclaimed candidate (no preemption, so no `PREEMPTION_RANK`).
+fn unclaimed_keys(pe: &PairEval) -> [f64; 5] {
+    [
+        pe.pre,
+        pe.job_rank,
+        pe.post,
+        MatchReason::NoPreemption as u8 as f64,
+        -(f32::MAX as f64),
+    ]
 }
 
 fn keys_cmp(a: &[f64; 5], b: &[f64; 5]) -> Ordering {
@@ -80,12 +129,16 @@ pub(super) struct Choice {
     pub si: usize,
     pub reason: MatchReason,
     pub cost: f64,
-    pub req: Request,
+    /// With a consumption policy, what the match takes from the slot.
+    pub consumption: Option<Rc<Consumption>>,
+    /// For a partitionable slot, what the startd will carve: (cpus, memory MB, disk KB).
+    pub carved: Option<(f64, f64, f64)>,
     /// Concurrency limits the match takes.
     pub limits: Vec<(String, f64)>,
 }
 
 /// Why a request found no slot.
+#[derive(Clone, Debug, Default)]
 pub(super) struct Miss {
     /// A matching slot was turned away by the submitter limit.
     pub limit: bool,
@@ -93,17 +146,50 @@ pub(super) struct Miss {
     pub concurrency: Option<String>,
 }
 
-/// What the cycle remembers only to go faster.
+/// What the admission checks of one candidate found.
+enum Admit {
+    Take(Choice),
+    /// Turned away by the submitter limit (every slot of its bucket would be: they cost the
+    /// same).
+    Limit,
+    /// Turned away on its own (no match, a concurrency limit).
+    Skip,
+}
+
+/// HTCondor's MatchList while a pool has slots with a consumption policy: the candidates of
+/// the last fresh scan of one turn, best first, with what has been popped (entries before
+/// `head`, slots before a bucket's cursor) gone and split slots put back as
+/// insert_candidate puts them.
+struct MatchList {
+    ac: usize,
+    only_rank: bool,
+    entries: Vec<Bucket>,
+    head: usize,
+    /// A slot with a consumption policy the last pop matched: it goes back in (if it still
+    /// matches) before the next pop, once the match has split it.
+    returned: Option<usize>,
+    /// Why candidates were turned away since the fresh scan, the scan included: a request the
+    /// list cannot answer is rejected for all of them (MatchListType's diagnostics, which
+    /// pops only add to: a candidate a pop discarded for the submitter limit still makes a
+    /// later empty list "submitter limit exceeded", and its submitter resume in the next spin).
+    turned_away: Miss,
+}
+
+/// What the cycle remembers only to go faster (and the turn's match list).
 #[derive(Default)]
 pub(super) struct Caches {
     /// Per (autocluster, slot class): the pair's evaluation, `None` if they do not match.
     pairs: HashMap<(usize, usize), Option<PairEval>, FxBuild>,
-    /// Per autocluster: its candidate buckets, best first.
+    /// Per autocluster: its candidate buckets, best first (pools without a consumption
+    /// policy).
     lists: HashMap<usize, Vec<Bucket>, FxBuild>,
     /// Per autocluster: the job ad as matched.
     job_views: HashMap<usize, ClassAd, FxBuild>,
-    /// Per class of static slots: members before this index are taken.
+    /// Per class of slots only ever taken: members before this index are taken.
     class_first: Vec<usize>,
+    /// The match list of the current turn (pools with a consumption policy). Not a cache:
+    /// it keeps the order split slots went back in.
+    match_list: Option<MatchList>,
 }
 
 impl Caches {
@@ -157,10 +243,10 @@ impl Caches {
     fn pair(&mut self, t: &Tables, st: &State, ask: &Ask, si: usize) -> Option<PairEval> {
         let key = (ask.ac, st.slots[si].class);
         if let Some(v) = self.pairs.get(&key) {
-            return *v;
+            return v.clone();
         }
         let v = eval_pair(t, st, ask.job, si);
-        self.pairs.insert(key, v);
+        self.pairs.insert(key, v.clone());
         v
     }
 
@@ -188,13 +274,9 @@ impl Caches {
             let Some(&first) = list.first() else {
                 continue;
             };
-            let (members, cursor) = if t.slots[first as usize].pslot {
-                let own: Vec<u32> = list
-                    .iter()
-                    .copied()
-                    .filter(|&x| !st.slots[x as usize].taken)
-                    .collect();
-                (Rc::new(own), 0)
+            let (members, cursor) = if t.slots[first as usize].cp.is_some() {
+                // Never taken, but the class's list changes as slots are split.
+                (Rc::new(list.to_vec()), 0)
             } else {
                 let mut c = self.class_first[class];
                 while c < list.len() && st.slots[list[c] as usize].taken {
@@ -207,15 +289,8 @@ impl Caches {
                 continue;
             };
             if let Some(pe) = self.pair(t, st, ask, rep as usize) {
-                let keys = [
-                    pe.pre,
-                    pe.job_rank,
-                    pe.post,
-                    MatchReason::NoPreemption as u8 as f64,
-                    -(f32::MAX as f64),
-                ];
                 out.push(Bucket {
-                    keys,
+                    keys: unclaimed_keys(&pe),
                     class,
                     slots: members,
                     cursor,
@@ -239,108 +314,214 @@ impl Caches {
         out
     }
 
-    /// The best slot the request may take: its autocluster's candidates walked best first,
-    /// skipping slots taken since, re-sorting carved partitionable slots, and passing over
-    /// candidates the budget or a concurrency limit turns away.
+    /// The checks matchmakingAlgorithm makes of a matching candidate `si` taken for `reason`:
+    /// the submitter limit (as a fresh scan or, for a request answered from the MatchList, as
+    /// a pop applies it) and the concurrency limits of `ConcurrencyLimitsExpr` evaluated
+    /// against the slot.
+    fn admit(
+        &mut self,
+        t: &Tables,
+        st: &State,
+        ask: &Ask,
+        si: usize,
+        reason: MatchReason,
+        miss: &mut Miss,
+    ) -> Admit {
+        let Some(pe) = self.pair(t, st, ask, si) else {
+            return Admit::Skip;
+        };
+        let cost = match_cost(t, si, &pe);
+        if !ask.budget.admits(reason, cost, ask.cached) {
+            miss.limit = true;
+            return Admit::Limit;
+        }
+        let limits = match &t.jobs[ask.k].limits {
+            JobLimits::Expr(e) => {
+                let limits = match ask.job.eval_expr_with(e, Some(&st.slots[si].ad)) {
+                    Value::Str(s) => match parse_limits(&s) {
+                        Ok(v) => v,
+                        Err(_) => return Admit::Skip,
+                    },
+                    _ => Vec::new(),
+                };
+                if let Some(n) = st.limit_usage.rejects(&limits, t.cfg) {
+                    miss.concurrency = Some(n);
+                    return Admit::Skip;
+                }
+                limits
+            }
+            // Fixed limits were checked before matchmaking.
+            JobLimits::Fixed(v) => v.clone(),
+            JobLimits::None | JobLimits::Invalid(_) => Vec::new(),
+        };
+        Admit::Take(Choice {
+            si,
+            reason,
+            cost,
+            consumption: pe.consumption,
+            carved: None,
+            limits,
+        })
+    }
+
+    /// The chosen slot, with what the startd will carve if it is partitionable.
+    fn chosen(t: &Tables, st: &State, ask: &Ask, mut c: Choice) -> Choice {
+        c.carved = match &c.consumption {
+            Some(used) => Some(used.carved()),
+            None if t.slots[c.si].pslot => Some(startd_carve(t, ask.job, &st.slots[c.si].ad)),
+            None => None,
+        };
+        c
+    }
+
+    /// The best slot the request may take: without a slot with a consumption policy, its
+    /// autocluster's candidates walked best first, skipping slots taken since and passing over
+    /// candidates the budget or a concurrency limit turns away; with one, from the turn's
+    /// match list.
     pub fn pick(&mut self, t: &Tables, st: &State, ask: &Ask) -> Result<Choice, Miss> {
-        let (ac, job) = (ask.ac, ask.job);
+        if t.has_cp {
+            return self.pick_from_match_list(t, st, ask);
+        }
+        let ac = ask.ac;
         if !self.lists.contains_key(&ac) {
             let l = self.build(t, st, ask);
             self.lists.insert(ac, l);
         }
-        let mut miss = Miss {
-            limit: false,
-            concurrency: None,
-        };
+        let mut miss = Miss::default();
         let mut chosen = None;
         let mut list = self.lists.remove(&ac).unwrap_or_default();
-        let mut bi = 0;
-        'buckets: while bi < list.len() {
-            let reason = match list[bi].keys[3] as u8 {
-                2 => MatchReason::NoPreemption,
-                1 => MatchReason::Rank,
-                _ => MatchReason::Priority,
-            };
+        'buckets: for bucket in list.iter_mut() {
+            let reason = bucket.reason();
             // only_for_startdrank (matchmakingAlgorithm): an unclaimed slot is skipped, a
             // claimed one only counts if rankCondStd holds (reason "rank"), and no priority
             // preemption is considered.
             if ask.only_rank && reason != MatchReason::Rank {
-                bi += 1;
                 continue;
             }
-            let mut idx = list[bi].cursor;
-            while idx < list[bi].slots.len() {
-                let si = list[bi].slots[idx] as usize;
+            bucket.first_live(st);
+            for idx in bucket.cursor..bucket.slots.len() {
+                let si = bucket.slots[idx] as usize;
                 if st.slots[si].taken {
-                    if idx == list[bi].cursor {
-                        list[bi].cursor += 1;
-                    }
-                    idx += 1;
                     continue;
                 }
-                if st.slots[si].class != list[bi].class {
-                    // A partitionable slot was carved since the list was built: take it out
-                    // and put it back where its new keys sort.
-                    Rc::make_mut(&mut list[bi].slots).remove(idx);
-                    if let Some(fresh) = self.candidate(t, st, ask, si) {
-                        let at = list[bi + 1..]
-                            .iter()
-                            .position(|x| keys_cmp(&x.keys, &fresh.keys) == Ordering::Less)
-                            .map(|p| p + bi + 1)
-                            .unwrap_or(list.len());
-                        list.insert(at, fresh);
+                debug_assert_eq!(st.slots[si].class, bucket.class, "only split slots move");
+                match self.admit(t, st, ask, si, reason, &mut miss) {
+                    Admit::Take(c) => {
+                        chosen = Some(c);
+                        break 'buckets;
                     }
-                    continue;
+                    // Every slot of this bucket costs the same.
+                    Admit::Limit => break,
+                    Admit::Skip => {}
                 }
-                let Some(pe) = self.pair(t, st, ask, si) else {
-                    idx += 1;
-                    continue;
-                };
-                let cost = match_cost(t, st, si, pe.req);
-                if !ask.budget.admits(reason, cost, ask.cached) {
-                    miss.limit = true;
-                    // Every slot of this bucket costs the same unless partitionable.
-                    if t.slots[si].pslot {
-                        idx += 1;
-                        continue;
-                    }
-                    break;
-                }
-                let limits = match &t.jobs[ask.k].limits {
-                    JobLimits::Expr(e) => {
-                        let limits = match job.eval_expr_with(e, Some(&st.slots[si].ad)) {
-                            Value::Str(s) => match parse_limits(&s) {
-                                Ok(v) => v,
-                                Err(_) => {
-                                    idx += 1;
-                                    continue;
-                                }
-                            },
-                            _ => Vec::new(),
-                        };
-                        if let Some(n) = st.limit_usage.rejects(&limits, t.cfg) {
-                            miss.concurrency = Some(n);
-                            idx += 1;
-                            continue;
-                        }
-                        limits
-                    }
-                    // Fixed limits were checked before matchmaking.
-                    JobLimits::Fixed(v) => v.clone(),
-                    JobLimits::None | JobLimits::Invalid(_) => Vec::new(),
-                };
-                chosen = Some(Choice {
-                    si,
-                    reason,
-                    cost,
-                    req: pe.req,
-                    limits,
-                });
-                break 'buckets;
             }
-            bi += 1;
         }
         self.lists.insert(ac, list);
-        chosen.ok_or(miss)
+        chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss)
+    }
+
+    /// matchmakingAlgorithm with slots that change during the cycle: a fresh scan (the first
+    /// request of an autocluster in a turn) builds the match list from the slots as they are,
+    /// keeping the candidates it admits; every request then pops it, discarding what the checks
+    /// turn away (pop_candidate); a split slot the previous pop matched goes back in first.
+    fn pick_from_match_list(&mut self, t: &Tables, st: &State, ask: &Ask) -> Result<Choice, Miss> {
+        let same = |m: &MatchList| m.ac == ask.ac && m.only_rank == ask.only_rank;
+        let mut m = match self.match_list.take() {
+            Some(mut m) if ask.cached && same(&m) => {
+                if let Some(si) = m.returned.take() {
+                    self.return_split_slot(t, st, ask, &mut m, si);
+                }
+                m
+            }
+            _ => {
+                let mut miss = Miss::default();
+                let mut entries = self.build(t, st, ask);
+                entries.retain_mut(|b| {
+                    let reason = b.reason();
+                    if ask.only_rank && reason != MatchReason::Rank {
+                        return false;
+                    }
+                    let Some(si) = b.first_live(st) else {
+                        return false;
+                    };
+                    matches!(
+                        self.admit(t, st, ask, si, reason, &mut miss),
+                        Admit::Take(_)
+                    )
+                });
+                MatchList {
+                    ac: ask.ac,
+                    only_rank: ask.only_rank,
+                    entries,
+                    head: 0,
+                    returned: None,
+                    turned_away: miss,
+                }
+            }
+        };
+        let mut chosen = None;
+        while m.head < m.entries.len() {
+            let b = &mut m.entries[m.head];
+            let Some(si) = b.first_live(st) else {
+                m.head += 1;
+                continue;
+            };
+            let reason = b.reason();
+            b.cursor += 1;
+            match self.admit(t, st, ask, si, reason, &mut m.turned_away) {
+                Admit::Take(c) => {
+                    if c.consumption.is_some() {
+                        m.returned = Some(si);
+                    }
+                    chosen = Some(c);
+                    break;
+                }
+                // The rest of the bucket costs the same: HTCondor would pop and discard each.
+                Admit::Limit => {
+                    let b = &mut m.entries[m.head];
+                    b.cursor = b.slots.len();
+                }
+                Admit::Skip => {}
+            }
+        }
+        let miss = m.turned_away.clone();
+        self.match_list = Some(m);
+        chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss)
+    }
+
+    /// returnPslotToMatchList: split slot `si` is tested again against the request (its
+    /// autocluster's); if it still matches it goes back in at the head of the match list with
+    /// its new keys (no preemption), then moves toward the tail past every entry it outranks
+    /// (MatchListType::insert_candidate), stopping before the first entry at least as good.
+    fn return_split_slot(
+        &mut self,
+        t: &Tables,
+        st: &State,
+        ask: &Ask,
+        m: &mut MatchList,
+        si: usize,
+    ) {
+        let Some(pe) = self.pair(t, st, ask, si) else {
+            return;
+        };
+        let keys = unclaimed_keys(&pe);
+        let mut at = m.head;
+        while at < m.entries.len() {
+            // Entries with nothing left are not in HTCondor's list.
+            let live = m.entries[at].first_live(st).is_some();
+            if live && keys_cmp(&keys, &m.entries[at].keys) != Ordering::Greater {
+                break;
+            }
+            at += 1;
+        }
+        m.entries.insert(
+            at,
+            Bucket {
+                keys,
+                class: st.slots[si].class,
+                slots: Rc::new(vec![si as u32]),
+                cursor: 0,
+            },
+        );
     }
 }

@@ -18,6 +18,19 @@ pub const DEFAULT_PREEMPTION_RANK: &str =
     "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)";
 /// HTCondor 23.9.6 `GROUP_SORT_EXPR` default.
 pub const DEFAULT_GROUP_SORT_EXPR: &str = "ifThenElse(AccountingGroup=?=\"<none>\",3.4e+38,ifThenElse(GroupQuota>0,GroupResourcesInUse/GroupQuota,3.3e+38))";
+/// HTCondor 23.9.6 defaults of `MODIFY_REQUEST_EXPR_REQUESTCPUS`, `_REQUESTMEMORY` and
+/// `_REQUESTDISK` (param_info.in): cpus in steps of 1, memory of 128 MB, disk of 1024 KB.
+pub const DEFAULT_MODIFY_REQUEST_EXPRS: [&str; 3] = [
+    "quantize(RequestCpus,{1})",
+    "quantize(RequestMemory,{128})",
+    "quantize(RequestDisk,{1024})",
+];
+/// The knobs of [`NegotiatorConfig::modify_request_exprs`], in its order.
+pub const MODIFY_REQUEST_EXPR_KNOBS: [&str; 3] = [
+    "MODIFY_REQUEST_EXPR_REQUESTCPUS",
+    "MODIFY_REQUEST_EXPR_REQUESTMEMORY",
+    "MODIFY_REQUEST_EXPR_REQUESTDISK",
+];
 /// HTCondor 23.9.6 `CONCURRENCY_LIMIT_DEFAULT`.
 pub const DEFAULT_CONCURRENCY_LIMIT: f64 = 2308032.0;
 
@@ -105,13 +118,16 @@ pub struct NegotiatorConfig {
     pub concurrency_limit_set_defaults: BTreeMap<String, f64>,
     /// `SIGNIFICANT_ATTRIBUTES` (empty: computed from the expressions).
     pub significant_attributes: Vec<String>,
-    /// Quantization of RequestCpus / RequestMemory / RequestDisk when carving dynamic slots
-    /// (the startd's `MODIFY_REQUEST_EXPR_REQUEST*` defaults: 1, 128, 1024).
-    pub quantize_cpus: f64,
-    /// Quantization of `RequestMemory` (MB).
-    pub quantize_memory: f64,
-    /// Quantization of `RequestDisk` (KB).
-    pub quantize_disk: f64,
+    /// `MODIFY_REQUEST_EXPR_REQUESTCPUS`, `_REQUESTMEMORY` and `_REQUESTDISK` (see
+    /// [`DEFAULT_MODIFY_REQUEST_EXPRS`]; `None` when set empty): startd knobs, never read by
+    /// HTCondor's negotiator. Aerie evaluates them as the startd's create_dslot does (on the
+    /// job ad, TARGET the slot; only an integer result replaces the request) for what a match
+    /// with a partitionable slot without a consumption policy will carve
+    /// ([`super::Match::carved`], the size its grant asks the startd for).
+    pub modify_request_exprs: [Option<Expr>; 3],
+    /// `MUST_MODIFY_REQUEST_EXPRS` (false): keep the modified requests even when the slot no
+    /// longer matches them (otherwise the startd falls back to the job's own requests).
+    pub must_modify_request_exprs: bool,
     /// `NEGOTIATOR_NAME`-style label for statistics (optional; not used by the cycle yet).
     pub name: Option<String>,
 }
@@ -148,9 +164,8 @@ impl Default for NegotiatorConfig {
             concurrency_limit_default: DEFAULT_CONCURRENCY_LIMIT,
             concurrency_limit_set_defaults: BTreeMap::new(),
             significant_attributes: Vec::new(),
-            quantize_cpus: 1.0,
-            quantize_memory: 128.0,
-            quantize_disk: 1024.0,
+            modify_request_exprs: DEFAULT_MODIFY_REQUEST_EXPRS.map(|e| Some(must(e))),
+            must_modify_request_exprs: false,
             name: None,
         }
     }
@@ -333,7 +348,19 @@ impl NegotiatorConfig {
                 };
             }
         }
-        let bools: [(&str, &mut bool); 10] = [
+        for (knob, slot) in MODIFY_REQUEST_EXPR_KNOBS
+            .iter()
+            .zip(c.modify_request_exprs.iter_mut())
+        {
+            if let Some(v) = lookup(knob) {
+                *slot = if v.trim().is_empty() {
+                    None
+                } else {
+                    Some(parse_knob(knob, &v)?)
+                };
+            }
+        }
+        let bools: [(&str, &mut bool); 11] = [
             ("NEGOTIATOR_CONSIDER_PREEMPTION", &mut c.consider_preemption),
             (
                 "PREEMPTION_REQUIREMENTS_STABLE",
@@ -355,6 +382,10 @@ impl NegotiatorConfig {
             (
                 "NEGOTIATOR_STRICT_ENFORCE_QUOTA",
                 &mut c.strict_enforce_quota,
+            ),
+            (
+                "MUST_MODIFY_REQUEST_EXPRS",
+                &mut c.must_modify_request_exprs,
             ),
         ];
         for (knob, slot) in bools {
@@ -431,10 +462,15 @@ impl NegotiatorConfig {
         Ok(c)
     }
 
-    /// Reads the configuration from the `aerie-config` crate.
+    /// Reads the configuration from the `aerie-config` crate. A knob set to nothing is found
+    /// empty (an expression knob then has no expression, as HTCondor's param() gives none).
     pub fn from_config(cfg: &aerie_config::Config) -> Result<Self, ConfigError> {
         let names: Vec<String> = cfg.entries().map(|e| e.name.clone()).collect();
-        let lookup = |k: &str| cfg.expanded(k).ok().flatten();
+        let lookup = |k: &str| match cfg.expanded(k) {
+            Ok(Some(v)) => Some(v),
+            Ok(None) => cfg.lookup(k).map(|_| String::new()),
+            Err(_) => None,
+        };
         Self::from_lookup(&lookup, &names)
     }
 }
@@ -458,7 +494,10 @@ mod tests {
             DEFAULT_POST_JOB_RANK,
             DEFAULT_PREEMPTION_RANK,
             DEFAULT_GROUP_SORT_EXPR,
-        ] {
+        ]
+        .iter()
+        .chain(DEFAULT_MODIFY_REQUEST_EXPRS.iter())
+        {
             assert!(parse_expr(e).is_ok(), "{e}");
         }
     }
@@ -515,5 +554,37 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("GROUP_ACCEPT_SURPLUS"));
+    }
+
+    #[test]
+    fn modify_request_exprs_come_from_the_configuration() {
+        let opts = aerie_config::LoadOptions::for_subsystem("NEGOTIATOR");
+        let parse = |text: &str| {
+            let c = aerie_config::Config::parse_str(text, "site", &opts).expect("config");
+            NegotiatorConfig::from_config(&c).expect("negotiator config")
+        };
+        let text = |e: &Option<Expr>| e.as_ref().map(|e| e.to_string());
+        // HTCondor's defaults, from the defaults table.
+        let c = parse("");
+        let d = NegotiatorConfig::default();
+        for i in 0..3 {
+            assert_eq!(
+                text(&c.modify_request_exprs[i]),
+                text(&d.modify_request_exprs[i])
+            );
+        }
+        assert!(!c.must_modify_request_exprs);
+        // Set, macro-expanded, or set empty (no modification, as the startd's param() gives).
+        let c = parse(
+            "STEP = 4096\nMODIFY_REQUEST_EXPR_REQUESTMEMORY = quantize(RequestMemory,{$(STEP)})\n\
+             MODIFY_REQUEST_EXPR_REQUESTDISK =\nMUST_MODIFY_REQUEST_EXPRS = True\n",
+        );
+        assert_eq!(
+            text(&c.modify_request_exprs[1]),
+            text(&Some(parse_expr("quantize(RequestMemory,{4096})").unwrap()))
+        );
+        assert!(c.modify_request_exprs[2].is_none());
+        assert!(c.must_modify_request_exprs);
+        assert!(c.modify_request_exprs[0].is_some());
     }
 }

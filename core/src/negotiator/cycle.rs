@@ -48,9 +48,13 @@
 //!   `MY.Rank >= MY.CurrentRank`;
 //! * priority preemption does not itself compare EUPs: `PREEMPTION_REQUIREMENTS` decides
 //!   (HTCondor's default is False, so there is none unless configured);
-//! * a partitionable slot can be matched several times per cycle: each match carves a
-//!   dynamic slot (requests quantized) and the slot stays with what is left
-//!   ([`super::state::State::take`]).
+//! * a partitionable slot is matched at most once per cycle and costs its whole SlotWeight
+//!   (the schedd, not the negotiator, carves further dynamic slots from the claim), unless it
+//!   has a consumption policy (`MachineResources` with a `Consumption<Asset>` for each asset):
+//!   then each match takes what the job consumes off the slot, costs the SlotWeight that
+//!   removes, and the slot stays for other requests ([`super::state::State::take`]); its
+//!   split slot goes back into the match list where HTCondor's insert_candidate puts it
+//!   ([`super::candidates`]).
 use super::candidates::Caches;
 use super::config::NegotiatorConfig;
 use super::figures::Figures;

@@ -102,7 +102,7 @@ impl Figures {
             reason: choice.reason,
             preempts: preempted.map(|r| t.subs[r].name.clone()),
             weight: choice.cost,
-            carved: info.pslot.then_some(choice.req),
+            carved: choice.carved,
         });
     }
 

@@ -1,20 +1,36 @@
 //! Matchmaking of one job with one slot: whether they match, how the slot ranks for the job,
 //! whether taking it preempts someone (and may), and what the match costs.
 //!
-//! Follows HTCondor 23.9.6's matchmaker.cpp:
-//! * matchmakingAlgorithm's test of a candidate: IsAMatch (both `Requirements`, with a
-//!   partitionable slot also holding the job's quantized requests), then, for a claimed slot,
-//!   the preemption rules: startd rank preemption when `rankCondStd`
+//! Follows HTCondor 23.9.6's matchmaker.cpp and consumption_policy.cpp:
+//! * matchmakingAlgorithm's test of a candidate: IsAMatch (both `Requirements`), then, for a
+//!   claimed slot, the preemption rules: startd rank preemption when `rankCondStd`
 //!   (`MY.Rank > MY.CurrentRank`) holds, otherwise priority preemption of another user's job
 //!   when `PREEMPTION_REQUIREMENTS` allows it and `rankCondPrioPreempt`
 //!   (`MY.Rank >= MY.CurrentRank`) holds; a user never preempts itself on priority;
+//! * a partitionable slot without a consumption policy is tested like any other slot (its
+//!   `Requirements` hold the startd's WithinResourceLimits; the negotiator quantizes nothing);
+//! * a partitionable slot with a consumption policy (cp_supports_policy: a `MachineResources`
+//!   list and a `Consumption<Asset>` for each of its assets but swap, as a startd with
+//!   `CONSUMPTION_POLICY = True` advertises) first gets the job's consumption of each asset
+//!   (cp_compute_consumption: `Consumption<Asset>` evaluated with the slot as MY and the job as
+//!   TARGET, a missing `Request<Asset>` counting as 0), which must fit what the slot has, with
+//!   something consumed (cp_sufficient_assets); the match is then tested with the job's
+//!   `Request<Asset>` replaced by its consumption and the original kept as
+//!   `_cp_orig_Request<Asset>` (cp_override_requested), as the startd's WithinResourceLimits
+//!   expects;
 //! * calculateRanks: the sort keys `NEGOTIATOR_PRE_JOB_RANK`, the job's `Rank`,
 //!   `NEGOTIATOR_POST_JOB_RANK`, the preemption state (no preemption, then rank, then
 //!   priority) and `PREEMPTION_RANK`; the negotiator's expressions are evaluated with the slot
 //!   as MY and rounded to `float` as HTCondor's EvalNegotiatorMatchRank does, and an undefined
 //!   one sorts as `-FLT_MAX`;
-//! * SubmitterLimitPermits' match cost: the slot's SlotWeight, or for a partitionable slot the
-//!   SlotWeight of what a match would carve (the consumption policy's cp_deduct_assets).
+//! * SubmitterLimitPermits' match cost: the slot's SlotWeight (a partitionable slot without a
+//!   consumption policy costs all of it), or with a consumption policy the SlotWeight the
+//!   consumption removes (cp_deduct_assets);
+//! * what the startd will carve for a match with a partitionable slot: with a consumption
+//!   policy the consumption; without one the job's requests as the startd's create_dslot
+//!   modifies them (`MODIFY_REQUEST_EXPR_REQUEST*` on the job ad, TARGET the slot, an integer
+//!   result replacing the request, the job's own requests kept if the slot no longer matches
+//!   the modified ones unless `MUST_MODIFY_REQUEST_EXPRS`).
 //!
 //! A pair's evaluation depends only on the job's autocluster and the slot's class (see
 //! [`super::keys`]), so [`super::candidates`] caches it per (autocluster, class); the
@@ -25,13 +41,36 @@ use super::state::State;
 use super::tables::Tables;
 use crate::accountant::bounded_slot_weight;
 use classad::{ClassAd, Expr, Value};
+use std::rc::Rc;
 
-/// Resources a job requests of a slot: (cpus, memory MB, disk KB), quantized as the startd
-/// does when it carves a dynamic slot.
-pub(super) type Request = (f64, f64, f64);
+/// What a match with a partitionable slot under a consumption policy takes from it
+/// (cp_compute_consumption and cp_deduct_assets).
+#[derive(Debug)]
+pub(super) struct Consumption {
+    /// Each asset of the slot's `MachineResources` (swap left out), as the slot names it, with
+    /// the amount its `Consumption<Asset>` says the job consumes.
+    pub assets: Vec<(String, f64)>,
+    /// The SlotWeight the deduction removes: the match's cost.
+    pub cost: f64,
+}
+
+impl Consumption {
+    /// The consumed amount of `asset` (any case), 0 when the slot has no such asset.
+    pub fn of(&self, asset: &str) -> f64 {
+        self.assets
+            .iter()
+            .find(|(a, _)| a.eq_ignore_ascii_case(asset))
+            .map_or(0.0, |(_, v)| *v)
+    }
+
+    /// What the match carves: (cpus, memory MB, disk KB).
+    pub fn carved(&self) -> (f64, f64, f64) {
+        (self.of("Cpus"), self.of("Memory"), self.of("Disk"))
+    }
+}
 
 /// Class-level evaluation of an (autocluster, slot class) pair that matches.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct PairEval {
     /// The job's `Rank` of the slot.
     pub job_rank: f64,
@@ -42,7 +81,8 @@ pub(super) struct PairEval {
     /// The slot's Rank of the job when it evaluates to a number (`MY.Rank` in the rank
     /// conditions); `None` when it is undefined or not a number.
     pub slot_rank: Option<f64>,
-    pub req: Request,
+    /// With a consumption policy, what the match consumes (`None` for any other slot).
+    pub consumption: Option<Rc<Consumption>>,
 }
 
 /// HTCondor's two rank conditions, parsed once per cycle (the Matchmaker constructor's
@@ -64,39 +104,25 @@ impl RankConds {
     }
 }
 
-/// The job's requests of `slot` (`RequestCpus`, `RequestMemory`, `RequestDisk` evaluated
-/// against it), quantized.
-fn request(t: &Tables, job: &ClassAd, slot: &ClassAd) -> Request {
-    let cfg = t.cfg;
-    let q = |v: f64, step: f64| {
-        if step > 0.0 {
-            (v / step).ceil() * step
-        } else {
-            v
-        }
-    };
-    let get = |n: &str, d: f64| job.eval_attr_with(n, Some(slot)).as_number().unwrap_or(d);
-    (
-        q(get("RequestCpus", 1.0), cfg.quantize_cpus),
-        q(get("RequestMemory", 0.0), cfg.quantize_memory),
-        q(get("RequestDisk", 0.0), cfg.quantize_disk),
-    )
-}
-
 /// Does `job` match slot `si`, and how do they rank each other? `None` if they do not match.
 pub(super) fn eval_pair(t: &Tables, st: &State, job: &ClassAd, si: usize) -> Option<PairEval> {
     let cfg = t.cfg;
     let slot = &st.slots[si].ad;
-    if !classad::symmetric_match(job, slot) {
-        return None;
-    }
-    let req = request(t, job, slot);
-    if t.slots[si].pslot {
-        let have = |n: &str| eval_num(slot, n).unwrap_or(0.0);
-        if req.0 > have("Cpus") || req.1 > have("Memory") || req.2 > have("Disk") {
-            return None;
+    let consumption = match &t.slots[si].cp {
+        Some(assets) => {
+            let c = consume(job, slot, assets)?;
+            if !classad::symmetric_match(&with_consumption(job, &c), slot) {
+                return None;
+            }
+            Some(Rc::new(c))
         }
-    }
+        None => {
+            if !classad::symmetric_match(job, slot) {
+                return None;
+            }
+            None
+        }
+    };
     let admin = |e: &Option<Expr>| match e {
         Some(e) => match slot.eval_expr_with(e, Some(job)).as_number() {
             Some(v) => v as f32 as f64,
@@ -116,7 +142,7 @@ pub(super) fn eval_pair(t: &Tables, st: &State, job: &ClassAd, si: usize) -> Opt
             Some(Value::Real(r)) => Some(r),
             _ => None,
         },
-        req,
+        consumption,
     })
 }
 
@@ -193,28 +219,144 @@ pub(super) fn preempt_state(
     Some((reason, prank))
 }
 
-/// Weight a match with slot `si` would cost: its SlotWeight, or for a partitionable slot the
-/// SlotWeight of the dynamic slot `req` would carve (its `Cpus` without a SlotWeight).
-pub(super) fn match_cost(t: &Tables, st: &State, si: usize, req: Request) -> f64 {
-    let s = &t.slots[si];
-    if !s.pslot {
-        return s.weight;
+/// Weight a match with slot `si` would cost (SubmitterLimitPermits' match_cost): its SlotWeight,
+/// or with a consumption policy the SlotWeight the consumption removes.
+pub(super) fn match_cost(t: &Tables, si: usize, pe: &PairEval) -> f64 {
+    match &pe.consumption {
+        Some(c) => c.cost,
+        None => t.slots[si].weight,
     }
-    if !t.cfg.use_slot_weights {
-        return 1.0;
-    }
-    static SLOT_WEIGHT: std::sync::OnceLock<HName> = std::sync::OnceLock::new();
-    let ad = &st.slots[si].ad;
-    match ad.lookup_by_name(SLOT_WEIGHT.get_or_init(|| HName::new("SlotWeight"))) {
-        Some(e) => {
-            let mut d = ad.clone();
-            d.insert_value("Cpus", Value::Real(req.0));
-            d.insert_value("Memory", Value::Real(req.1));
-            d.insert_value("Disk", Value::Real(req.2));
-            bounded_slot_weight(d.eval_expr(&e.clone()).as_number().unwrap_or(req.0))
+}
+
+/// The job's consumption of each of `assets` on `slot` and the SlotWeight it removes, or
+/// `None` when the slot cannot serve it (cp_compute_consumption, cp_sufficient_assets,
+/// cp_deduct_assets in test mode).
+fn consume(job: &ClassAd, slot: &ClassAd, assets: &[String]) -> Option<Consumption> {
+    // A missing Request<Asset> counts as 0 while the policy is evaluated.
+    let missing: Vec<String> = assets
+        .iter()
+        .map(|a| format!("Request{a}"))
+        .filter(|r| job.lookup(r).is_none())
+        .collect();
+    let padded;
+    let job = if missing.is_empty() {
+        job
+    } else {
+        let mut j = job.clone();
+        for r in &missing {
+            j.insert_value(r, Value::Int(0));
         }
-        None => bounded_slot_weight(req.0),
+        padded = j;
+        &padded
+    };
+    let mut out = Vec::with_capacity(assets.len());
+    let mut positive = false;
+    for a in assets {
+        // EvalFloat: a boolean counts as 0 or 1; anything else fails the policy.
+        let used = match slot.eval_attr_with(&format!("Consumption{a}"), Some(job)) {
+            Value::Int(i) => i as f64,
+            Value::Real(r) => r,
+            Value::Bool(b) => b as i64 as f64,
+            _ => return None,
+        };
+        let have = eval_num(slot, a)?;
+        if used.is_nan() || used < 0.0 || have < used {
+            return None;
+        }
+        positive |= used > 0.0;
+        out.push((a.clone(), used));
     }
+    if !positive {
+        return None;
+    }
+    let mut after = slot.clone();
+    deduct(&mut after, &out);
+    let cost = slot_weight_of(slot) - slot_weight_of(&after);
+    Some(Consumption {
+        assets: out,
+        cost: bounded_slot_weight(cost),
+    })
+}
+
+/// The SlotWeight of `ad` as cp_deduct_assets reads it (HTCondor gives an ad without one the
+/// `SLOT_WEIGHT` default, `Cpus`); NaN when it is not a number.
+fn slot_weight_of(ad: &ClassAd) -> f64 {
+    static NAMES: std::sync::OnceLock<(HName, HName)> = std::sync::OnceLock::new();
+    let (w, c) = NAMES.get_or_init(|| (HName::new("SlotWeight"), HName::new("Cpus")));
+    let n = if ad.lookup_by_name(w).is_some() { w } else { c };
+    match ad.eval_attr(n.as_str()) {
+        Value::Int(i) => i as f64,
+        Value::Real(r) => r,
+        _ => f64::NAN,
+    }
+}
+
+/// Takes `consumed` off the assets of `ad`, keeping integers integers (cp_deduct_assets,
+/// assign_preserve_integers).
+pub(super) fn deduct(ad: &mut ClassAd, consumed: &[(String, f64)]) {
+    for (a, used) in consumed {
+        let have = eval_num(ad, a).unwrap_or(0.0);
+        ad.insert_value(a, num_value(have - used));
+    }
+}
+
+/// The job as the match test sees it under a consumption policy: each `Request<Asset>` it has
+/// replaced by its consumption, the original kept as `_cp_orig_Request<Asset>`
+/// (cp_override_requested).
+fn with_consumption(job: &ClassAd, c: &Consumption) -> ClassAd {
+    let mut v = job.clone();
+    for (a, used) in &c.assets {
+        let r = format!("Request{a}");
+        if let Some(e) = job.lookup(&r) {
+            v.insert(&format!("_cp_orig_{r}"), e.clone());
+            v.insert_value(&r, num_value(*used));
+        }
+    }
+    v
+}
+
+/// A number as HTCondor assigns it (assign_preserve_integers): an integer when it is one.
+pub(super) fn num_value(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        Value::Int(v as i64)
+    } else {
+        Value::Real(v)
+    }
+}
+
+/// What the startd will carve for `job` from partitionable slot `slot` without a consumption
+/// policy: (cpus, memory MB, disk KB) as create_dslot takes them from the job's requests after
+/// `MODIFY_REQUEST_EXPR_REQUEST*` (evaluated on the job ad with the slot as TARGET; only an
+/// integer result replaces the request). When the slot's `Requirements` no longer hold for the
+/// modified requests the job's own are used, unless `MUST_MODIFY_REQUEST_EXPRS`. Cpus default
+/// to 1; cpus and memory are at least 1.
+pub(super) fn startd_carve(t: &Tables, job: &ClassAd, slot: &ClassAd) -> (f64, f64, f64) {
+    const REQUESTS: [&str; 3] = ["RequestCpus", "RequestMemory", "RequestDisk"];
+    let cfg = t.cfg;
+    let mut modified = job.clone();
+    for (name, e) in REQUESTS.iter().zip(&cfg.modify_request_exprs) {
+        if let Some(e) = e {
+            if let Value::Int(v) = job.eval_expr_with(e, Some(slot)) {
+                modified.insert_value(name, Value::Int(v));
+            }
+        }
+    }
+    let keep = cfg.must_modify_request_exprs
+        || slot
+            .eval_attr_with("Requirements", Some(&modified))
+            .is_true();
+    let ad = if keep { &modified } else { job };
+    let int = |name: &str| match ad.eval_attr_with(name, Some(slot)) {
+        Value::Int(i) => Some(i as f64),
+        Value::Real(r) if r.is_finite() => Some(r.trunc()),
+        Value::Bool(b) => Some(b as i64 as f64),
+        _ => None,
+    };
+    (
+        int(REQUESTS[0]).unwrap_or(1.0).max(1.0),
+        int(REQUESTS[1]).unwrap_or(0.0).max(1.0),
+        int(REQUESTS[2]).unwrap_or(0.0),
+    )
 }
 
 /// A turn's submitter limits at one request: negotiate()'s limitUsed and submitterLimit, and

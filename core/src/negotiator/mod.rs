@@ -13,15 +13,15 @@
 //! | file | what | HTCondor |
 //! |---|---|---|
 //! | `cycle.rs` | [`negotiate`], the cycle's data split into tables, state, caches, figures | negotiationTime |
-//! | `prep.rs` | preparation: slots kept and weighed, usage, submitters, jobs, classes | obtainAdsFromCollector, trimStartdAds, sumSlotWeights, compute_significant_attrs, addRemoteUserPrios |
+//! | `prep.rs` | preparation: slots kept and weighed, usage, submitters, jobs, classes, consumption policies | obtainAdsFromCollector, trimStartdAds, sumSlotWeights, compute_significant_attrs, addRemoteUserPrios, cp_supports_policy |
 //! | `scan.rs`, `keys.rs` | reading each ad once; slot classes and autoclusters | (the schedd's autoclusters) |
 //! | `tables.rs` | what preparation builds and nothing changes | |
-//! | `state.rs` | what matches change: slots taken or carved, usage, limits in use | the accountant's usage, cp_deduct_assets |
+//! | `state.rs` | what matches change: slots taken or split, usage, limits in use | negotiate()'s removal of offers, cp_deduct_assets, the accountant's usage |
 //! | `pie.rs` | pie spins, submitter limits, floors, ceilings, group allocation rounds | negotiateWithGroup, calculateSubmitterLimit, calculatePieLeft, findBelowFloorSubmitters, hgq_negotiate_with_all_groups |
 //! | `groups.rs` | the group tree: quotas, fair share, surplus, remainders, strict quotas | GroupEntry.cpp: hgq_construct_tree, hgq_assign_quotas, hgq_fairshare, hgq_allocate_surplus, hgq_recover_remainders, hgq_round_robin, strict_enforce_quota |
 //! | `turn.rs` | one submitter's turn: its jobs' requests in order | negotiate (and the schedd's ScheddNegotiate) |
-//! | `candidates.rs` | a request's candidate slots, best first, and the choice | matchmakingAlgorithm, MatchListType |
-//! | `matchmaking.rs` | one job and one slot: match, ranks, preemption rules, cost | IsAMatch, calculateRanks, SubmitterLimitPermits |
+//! | `candidates.rs` | a request's candidate slots, best first, and the choice | matchmakingAlgorithm, MatchListType, returnPslotToMatchList |
+//! | `matchmaking.rs` | one job and one slot: match, ranks, preemption rules, consumption, cost | IsAMatch, calculateRanks, SubmitterLimitPermits, cp_compute_consumption, cp_sufficient_assets, cp_override_requested, the startd's create_dslot |
 //! | `figures.rs` | counters and figures, and the outcome built from them | NegotiationCycleStats, publishNegotiationCycleStats |
 //! | `config.rs`, `limits.rs`, `outcome.rs` | the knobs, concurrency limits, the outcome's types | |
 #![warn(missing_docs)]

@@ -36,9 +36,12 @@ pub struct Match {
     pub reason: MatchReason,
     /// The submitter whose job is preempted, if any.
     pub preempts: Option<String>,
-    /// Slot weight charged for the match (the carved size for a partitionable slot).
+    /// Slot weight charged for the match: the slot's SlotWeight (all of it for a partitionable
+    /// slot), or with a consumption policy the SlotWeight the job's consumption removes.
     pub weight: f64,
-    /// Resources carved from a partitionable slot (cpus, memory MB, disk KB).
+    /// For a partitionable slot, what the startd will carve for the job (cpus, memory MB,
+    /// disk KB): with a consumption policy the consumption, otherwise the job's requests as
+    /// the startd's `MODIFY_REQUEST_EXPR_REQUEST*` modify them.
     pub carved: Option<(f64, f64, f64)>,
 }
 

@@ -8,6 +8,9 @@
 //! * usage: each claimed slot's weight is charged to the user it advertises (preempting
 //!   accounting group, preempting user, accounting group, remote user: the first found), and
 //!   its concurrency limits count as in use;
+//! * consumption policies (cp_supports_policy): a partitionable slot with a `MachineResources`
+//!   list whose every asset but swap has a `Consumption<Asset>` is split within the cycle;
+//!   the names its consumption reads become significant;
 //! * `Remote*` attributes (addRemoteUserPrios, and with `NEGOTIATOR_CROSS_SLOT_PRIOS` the
 //!   `slot<N>_*` ones): a claimed slot's ad gets its user's priority, usage and group;
 //! * significant attributes (compute_significant_attrs): the names the job and slot
@@ -210,11 +213,17 @@ pub(super) fn prepare<'a>(
             ad.insert_value("CurrentRank", Value::Real(p));
         }
         let current_rank = number(&value_h(&ad, &sn.current_rank));
+        let cp = if pslot {
+            consumption_policy(&ad, &mut names)
+        } else {
+            None
+        };
         visit(&ad, nonliteral_fingerprint(&ad), &mut names);
         slots.push(SlotInfo {
             input: i,
             name,
             pslot,
+            cp,
             weight,
             remote,
             current_rank,
@@ -319,6 +328,7 @@ pub(super) fn prepare<'a>(
             });
         }
     }
+    let has_cp = slots.iter().any(|s| s.cp.is_some());
     let volatile = names
         .iter()
         .any(|n| n.ends_with("resourcesinuse") && ephemeral(n));
@@ -420,6 +430,7 @@ pub(super) fn prepare<'a>(
         acs: autoclusters,
         subs: sub_list,
         names: sig,
+        has_cp,
         hgq,
         volatile,
         total_weight,
@@ -473,6 +484,36 @@ impl Submitters<'_> {
         self.index.insert(name.to_string(), i);
         i
     }
+}
+
+/// The assets of a partitionable slot with a consumption policy, as cp_supports_policy tells
+/// one: a `MachineResources` string whose every asset but swap has a `Consumption<Asset>`.
+/// The names a consumption reads (the asset, its `Consumption<Asset>` and what that references,
+/// `Request<Asset>`) become significant, so that slot classes and autoclusters tell them apart.
+fn consumption_policy(ad: &ClassAd, names: &mut BTreeSet<String>) -> Option<Rc<[String]>> {
+    let Value::Str(list) = attr_value(ad, "MachineResources") else {
+        return None;
+    };
+    let assets: Vec<String> = list
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case("swap"))
+        .map(str::to_string)
+        .collect();
+    let mut exprs = Vec::with_capacity(assets.len());
+    for a in &assets {
+        exprs.push(ad.lookup(&format!("Consumption{a}"))?);
+    }
+    names.insert("machineresources".to_string());
+    for (a, e) in assets.iter().zip(exprs) {
+        let lower = a.to_ascii_lowercase();
+        names.insert(format!("consumption{lower}"));
+        names.insert(format!("request{lower}"));
+        let r = e.references();
+        names.extend(r.internal);
+        names.extend(r.external);
+        names.insert(lower);
+    }
+    Some(assets.into())
 }
 
 /// A slot's weight: `SlotWeight` (else `Cpus`) with `NEGOTIATOR_USE_SLOT_WEIGHTS`, else 1;

@@ -1,9 +1,10 @@
 //! What matching changes as the cycle runs: slots taken or carved, jobs matched, usage of
 //! submitters and groups, concurrency limits in use.
 //!
-//! HTCondor keeps this in several places: matched static slots leave the startd ad list
-//! (negotiate() erases the offer), a partitionable slot's ad shrinks (matchmakingProtocol and
-//! the consumption policy's cp_deduct_assets), and the accountant's usage of the submitter,
+//! HTCondor keeps this in several places: a matched slot leaves the startd ad list (negotiate()
+//! removes the offer, a partitionable slot without a consumption policy included), a slot with
+//! a consumption policy stays and its ad shrinks (matchmakingProtocol's cp_deduct_assets), and
+//! the accountant's usage of the submitter,
 //! its group and the preempted user moves with each match (so that calculateSubmitterLimit,
 //! the group quota checks of negotiateWithGroup and the `*ResourcesInUse` attributes see it).
 //! Here it is one value, changed only by [`State::take`] (a match) and the autoregroup round's
@@ -12,9 +13,9 @@ use super::candidates::Choice;
 use super::groups::GroupTree;
 use super::keys::Interner;
 use super::limits::LimitUsage;
-use super::scan::eval_num;
+use super::matchmaking::deduct;
 use super::tables::Tables;
-use classad::{ClassAd, Value};
+use classad::ClassAd;
 use std::rc::Rc;
 
 /// The changing part of the cycle.
@@ -26,8 +27,9 @@ pub(super) struct State {
     /// Per submitter of [`Tables::subs`].
     pub subs: Vec<SubmitterUse>,
     pub groups: GroupTree,
-    /// Slot classes: slots that agree on every significant attribute. A partitionable slot
-    /// changes class when it is carved, so classes are added as the cycle runs.
+    /// Slot classes: slots that agree on every significant attribute. A slot with a
+    /// consumption policy changes class when it is split, so classes are added as the cycle
+    /// runs.
     pub classes: Interner,
     /// Idle (unclaimed or partitionable) slots per class, in input order; busy slots are
     /// listed in [`Tables::busy`].
@@ -42,11 +44,12 @@ pub(super) struct State {
 #[derive(Clone, Debug)]
 pub(super) struct SlotState {
     /// The slot ad as matchmaking sees it: the input ad with the `Remote*` attributes the
-    /// negotiator inserts and, for a partitionable slot, what is left after carving.
+    /// negotiator inserts and, for a slot with a consumption policy, what its matches left.
     pub ad: ClassAd,
     /// Its slot class (index into [`State::classes`]).
     pub class: usize,
-    /// Matched (a static slot) or used up (a partitionable slot).
+    /// Matched (a slot with a consumption policy is never taken: it matches while what is
+    /// left serves a job).
     pub taken: bool,
 }
 
@@ -68,28 +71,22 @@ impl State {
         t.subs[sub].jobs.iter().any(|&k| !self.job_done[k])
     }
 
-    /// Job `k` of submitter `sub` takes the chosen slot. A static slot is taken, and a
+    /// Job `k` of submitter `sub` takes the chosen slot. A slot with a consumption policy is
+    /// split: the consumption comes off its assets (cp_deduct_assets) and it stays, in the
+    /// class it now belongs to, for other requests (HTCondor removes no such offer from the
+    /// cycle). Any other slot, partitionable or not, is taken (the negotiator removes the
+    /// offer; the schedd may carve more dynamic slots from a partitionable slot's claim); a
     /// preempted user loses its weight of usage (as does its group) and the concurrency limits
-    /// its job held; a partitionable slot is carved (what is left stays, in the class it now
-    /// belongs to) and is used up when no cpu is left. The match's cost counts as the
-    /// submitter's and its group's usage, its limits as in use. Returns the preempted user.
+    /// its job held. The match's cost counts as the submitter's and its group's usage, its
+    /// limits as in use. Returns the preempted user.
     pub fn take(&mut self, t: &Tables, k: usize, sub: usize, choice: &Choice) -> Option<usize> {
-        let (si, cost, req) = (choice.si, choice.cost, choice.req);
+        let (si, cost) = (choice.si, choice.cost);
         self.job_done[k] = true;
         let info = &t.slots[si];
         let mut preempted = None;
-        if info.pslot {
+        if let Some(c) = &choice.consumption {
             let s = &mut self.slots[si];
-            let left =
-                |n: &str, used: f64, ad: &ClassAd| (eval_num(ad, n).unwrap_or(0.0) - used).max(0.0);
-            let (c, m, d) = (
-                left("Cpus", req.0, &s.ad),
-                left("Memory", req.1, &s.ad),
-                left("Disk", req.2, &s.ad),
-            );
-            s.ad.insert_value("Cpus", num_value(c));
-            s.ad.insert_value("Memory", num_value(m));
-            s.ad.insert_value("Disk", num_value(d));
+            deduct(&mut s.ad, &c.assets);
             let old = s.class;
             let class = self.classes.intern(&s.ad, &t.names, 1);
             s.class = class;
@@ -98,10 +95,10 @@ impl State {
                 if self.class_members.len() <= class {
                     self.class_members.resize(class + 1, Rc::default());
                 }
-                Rc::make_mut(&mut self.class_members[class]).push(si as u32);
-            }
-            if c <= 0.0 {
-                self.slots[si].taken = true;
+                // Members stay in input order (ties between equal candidates go to the first).
+                let members = Rc::make_mut(&mut self.class_members[class]);
+                let at = members.partition_point(|&x| (x as usize) < si);
+                members.insert(at, si as u32);
             }
         } else {
             self.slots[si].taken = true;
@@ -119,14 +116,5 @@ impl State {
         let g = t.subs[sub].group;
         self.groups.nodes[g].usage += cost;
         preempted
-    }
-}
-
-/// A carved resource's new value: an integer when it is one (as the startd advertises it).
-fn num_value(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9e15 {
-        Value::Int(v as i64)
-    } else {
-        Value::Real(v)
     }
 }

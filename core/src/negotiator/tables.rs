@@ -12,6 +12,7 @@ use super::config::NegotiatorConfig;
 use super::matchmaking::RankConds;
 use super::NegotiationInput;
 use classad::Expr;
+use std::rc::Rc;
 
 /// Everything preparation decided, read-only for the rest of the cycle.
 pub(super) struct Tables<'a> {
@@ -30,6 +31,10 @@ pub(super) struct Tables<'a> {
     /// The significant attribute names (lower case, with their case-insensitive hash): slot
     /// classes and autoclusters are keyed on them.
     pub names: Vec<(String, u64)>,
+    /// Some slot has a consumption policy ([`SlotInfo::cp`]): slots then change as they are
+    /// matched, and candidates are walked as HTCondor's match list is (see
+    /// [`super::candidates`]).
+    pub has_cp: bool,
     /// Hierarchical group quotas are configured (more groups than the root `<none>`).
     pub hgq: bool,
     /// Some expression reads a `*ResourcesInUse` attribute the negotiator inserts: those change
@@ -49,6 +54,10 @@ pub(super) struct SlotInfo {
     pub input: usize,
     pub name: String,
     pub pslot: bool,
+    /// A partitionable slot with a consumption policy (cp_supports_policy): the assets of its
+    /// `MachineResources` (swap left out), each with a `Consumption<Asset>`. The negotiator
+    /// splits such a slot within the cycle; any other slot is taken by one match.
+    pub cp: Option<Rc<[String]>>,
     pub weight: f64,
     /// The submitter running on it (claimed static slots only).
     pub remote: Option<usize>,

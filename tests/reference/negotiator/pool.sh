@@ -53,20 +53,6 @@ write_slots() {
   done
 }
 
-# first_cycle_matches NSUB: waits (up to 120 s) for a negotiation cycle that included NSUB
-# submitters and finished, then prints that cycle's matches as `MATCHES <submitter> <count>`.
-first_cycle_matches() {
-  local n=$1 log="$ROOT/srv/ref/pool/log/NegotiatorLog"
-  for _ in $(seq 1 120); do
-    if awk '/Started Negotiation Cycle/{c++; seen=0} /include '"$n"' submitter/{seen=1} /Finished Negotiation Cycle/{if (seen) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
-      break
-    fi
-    sleep 1
-  done
-  awk '/Started Negotiation Cycle/{c++} /include '"$n"' submitter/{if (!want) want=c} c==want && want && /Matched/{print $5}' "$log" \
-    | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
-}
-
 # group_quotas KNOB QUOTAS: configuration lines for the groups of QUOTAS ("a:20 b:10" is
 # group_a and group_b): KNOB_group_a = 20 (KNOB GROUP_QUOTA or GROUP_QUOTA_DYNAMIC), ..., then
 # GROUP_NAMES.
@@ -96,4 +82,78 @@ submit_groups() {
     nsub=$((nsub + 1))
   done
   $T tool condor_submit groups.sub >/dev/null
+}
+
+# first_cycle_match_lines NSUB: waits (up to 120 s) for a negotiation cycle that included NSUB
+# submitters and finished, then prints that cycle's matches one a line in the order the
+# negotiator made them, as `MATCH <job> <submitter> <slot>`.
+first_cycle_match_lines() {
+  local n=$1 log="$ROOT/srv/ref/pool/log/NegotiatorLog"
+  for _ in $(seq 1 120); do
+    if awk '/Started Negotiation Cycle/{c++; seen=0} /include '"$n"' submitter/{seen=1} /Finished Negotiation Cycle/{if (seen) ok=1} END{exit !ok}' "$log" 2>/dev/null; then
+      break
+    fi
+    sleep 1
+  done
+  awk '/Started Negotiation Cycle/{c++} /include '"$n"' submitter/{if (!want) want=c} c==want && want && /Matched/{print "MATCH", $4, $5, $NF}' "$log"
+}
+
+# first_cycle_matches NSUB: the same cycle's matches per submitter, as
+# `MATCHES <submitter> <count>`.
+first_cycle_matches() {
+  first_cycle_match_lines "$1" | awk '{print $3}' | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+}
+
+# first_cycle_match_lines_and_counts NSUB: both, the lines first.
+first_cycle_match_lines_and_counts() {
+  local lines
+  lines=$(first_cycle_match_lines "$1")
+  printf '%s\n' "$lines"
+  printf '%s\n' "$lines" | awk '{print $3}' | sort | uniq -c | awk '{print "MATCHES", $2, $1}'
+}
+
+# pslot_ad NODE CPUS MEMORY [LINES]: an unclaimed partitionable slot slot1@NODE without a
+# consumption policy: CPUS cores, MEMORY MB and, as Requirements, the startd's
+# WithinResourceLimits (Reqexp.cpp's form without one), then LINES.
+pslot_ad() {
+  slot_ad "$1" "PartitionableSlot = true
+SlotType = \"Partitionable\"
+Cpus = $2
+Memory = $3
+TotalSlotCpus = $2
+TotalSlotMemory = $3
+Start = true
+WithinResourceLimits = (MY.Cpus > 0 && TARGET.RequestCpus <= MY.Cpus && MY.Memory > 0 && TARGET.RequestMemory <= MY.Memory && MY.Disk > 0 && TARGET.RequestDisk <= MY.Disk)
+Requirements = START && (WithinResourceLimits)${4:+
+$4}"
+}
+
+# cp_pslot_ad NODE CPUS MEMORY STEP: the same slot shaped as a 23.9.6 startd with
+# CONSUMPTION_POLICY = True advertises it (MachineResources, ConsumptionCpus/Memory/Disk, the
+# consumption-policy form of WithinResourceLimits), its memory consumed in steps of STEP MB (the
+# startd's default is 128).
+cp_pslot_ad() {
+  pslot_ad "$1" "$2" "$3" "MachineResources = \"Cpus Memory Disk Swap\"
+ConsumptionCpus = quantize(target.RequestCpus,{ 1 })
+ConsumptionMemory = quantize(target.RequestMemory,{ $4 })
+ConsumptionDisk = quantize(target.RequestDisk,{ 1024 })
+WithinResourceLimits = (ifThenElse(TARGET._cp_orig_RequestCpus =!= undefined,TARGET.RequestCpus <= MY.Cpus,MY.ConsumptionCpus <= MY.Cpus) && ifThenElse(TARGET._cp_orig_RequestDisk =!= undefined,TARGET.RequestDisk <= MY.Disk,MY.ConsumptionDisk <= MY.Disk) && ifThenElse(TARGET._cp_orig_RequestMemory =!= undefined,TARGET.RequestMemory <= MY.Memory,MY.ConsumptionMemory <= MY.Memory))"
+}
+
+# submit_user USER PRIO MEMORY COUNT [LINES]: gives USER@ref.test factor 1 and real priority
+# PRIO, then submits COUNT jobs of 1 cpu, MEMORY MB and 1 KB of disk charged to it
+# (accounting_group_user), LINES added to the submit file.
+submit_user() {
+  $T tool condor_userprio -setfactor "$1@ref.test" 1 >/dev/null
+  $T tool condor_userprio -setprio "$1@ref.test" "$2" >/dev/null
+  {
+    echo "executable = /bin/true"
+    echo "accounting_group_user = $1"
+    echo "request_cpus = 1"
+    echo "request_memory = $3"
+    echo "request_disk = 1"
+    [ -n "${5:-}" ] && printf '%s\n' "$5"
+    echo "queue $4"
+  } > "$ROOT/home/ref/$1.sub"
+  $T tool condor_submit "$1.sub" >/dev/null
 }
