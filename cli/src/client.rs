@@ -103,6 +103,11 @@ impl Client {
         &self.addrs
     }
 
+    /// The CM that answered last (the first one given, before any has).
+    pub fn answered(&self) -> &str {
+        &self.addrs[self.preferred]
+    }
+
     /// A lazy channel to the CM at `addr` (it connects on first use, within 2 s).
     fn channel(&self, addr: &str) -> anyhow::Result<Channel> {
         // tonic's lazy channel spawns its worker on the current runtime.
