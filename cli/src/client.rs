@@ -9,6 +9,7 @@
 use aerie_core::admin::{AdminQuery, ErrorKind, Query, ERROR_KIND_METADATA};
 use aerie_core::state::{Command, CommandResult, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
+use aerie_proto::collector::collector_client::CollectorClient;
 use anyhow::{anyhow, bail, Context};
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
@@ -102,7 +103,13 @@ impl Client {
         &self.addrs
     }
 
-    fn connect(&self, addr: &str) -> anyhow::Result<AdminClient<Channel>> {
+    /// The CM that answered last (the first one given, before any has).
+    pub fn answered(&self) -> &str {
+        &self.addrs[self.preferred]
+    }
+
+    /// A lazy channel to the CM at `addr` (it connects on first use, within 2 s).
+    fn channel(&self, addr: &str) -> anyhow::Result<Channel> {
         // tonic's lazy channel spawns its worker on the current runtime.
         let _guard = self.rt.enter();
         let uri = if addr.contains("://") {
@@ -110,12 +117,60 @@ impl Client {
         } else {
             format!("http://{addr}")
         };
-        let ch = Endpoint::from_shared(uri)
+        Ok(Endpoint::from_shared(uri)
             .map_err(|e| anyhow!("bad CM address {addr:?}: {e}"))?
             .connect_timeout(Duration::from_secs(2))
             .tcp_nodelay(true)
-            .connect_lazy();
-        Ok(AdminClient::new(ch).max_decoding_message_size(256 << 20))
+            .connect_lazy())
+    }
+
+    fn connect(&self, addr: &str) -> anyhow::Result<AdminClient<Channel>> {
+        Ok(AdminClient::new(self.channel(addr)?).max_decoding_message_size(256 << 20))
+    }
+
+    /// Runs `f` against the collector of one CM after another (the last one that answered
+    /// first) until one answers, and returns its answer and address. Every CM holds the whole
+    /// pool and relays what it accepts to the others, so any one will do: a CM that cannot be
+    /// reached or does not answer within `--timeout` is skipped; any other error is the CM's
+    /// verdict and final.
+    pub fn collector<T, F, Fut>(&mut self, what: &str, mut f: F) -> anyhow::Result<(T, String)>
+    where
+        F: FnMut(CollectorClient<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+    {
+        let n = self.addrs.len();
+        let mut unreachable = Vec::new();
+        for i in 0..n {
+            let idx = (self.preferred + i) % n;
+            let addr = self.addrs[idx].clone();
+            let client =
+                CollectorClient::new(self.channel(&addr)?).max_decoding_message_size(512 << 20);
+            let call = f(client);
+            let answer = self
+                .rt
+                .block_on(async { tokio::time::timeout(self.timeout, call).await });
+            let status = match answer {
+                Ok(Ok(v)) => {
+                    self.preferred = idx;
+                    return Ok((v, addr));
+                }
+                Ok(Err(s)) => s,
+                Err(_) => tonic::Status::deadline_exceeded(format!(
+                    "no answer within {:.1} s",
+                    self.timeout.as_secs_f64()
+                )),
+            };
+            let text = status_text(&status);
+            match status_attempt::<()>(status) {
+                Ok(_) => unreachable.push(format!("{addr}: {text}")),
+                Err(e) => bail!("{what}: {addr}: {e}"),
+            }
+        }
+        bail!(
+            "{what}: no CM answered ({} of {n} unreachable): {}",
+            unreachable.len(),
+            unreachable.join("; ")
+        )
     }
 
     /// Runs `f` against the CMs with failover and leader redirects.

@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 use clap::{Parser, Subcommand};
 
+mod advertise;
 mod client;
 mod cluster;
 mod eval;
@@ -38,6 +39,9 @@ enum Command {
     Status(status::Args),
     /// Run one negotiation cycle offline on condor_status/condor_q/condor_userprio dumps.
     WhatIf(whatif::Args),
+    /// Publish or remove ads in the collector, as condor_advertise does (-tcp is accepted:
+    /// Aerie always sends over gRPC on TCP; -help for the details).
+    Advertise(advertise::Args),
 }
 
 /// Parses this process's arguments, runs the subcommand and returns the exit code.
@@ -52,6 +56,7 @@ pub fn cli_main() -> i32 {
         Command::WhatIf(args) => whatif::run(args),
         Command::Negotiator(args) => negotiator::run(args),
         Command::Status(args) => status::run(args),
+        Command::Advertise(args) => advertise::run(args),
     };
     match result {
         Ok(code) => code,

@@ -5,12 +5,10 @@
 //! `-af ATTR...`, `-constraint EXPR`, `-json`, `-absent`, `-offline`, `-submitters`,
 //! `-schedd`, `-negotiator`, `-any`, `-total`. The first CM of `--cms` that answers is used:
 //! every CM holds the whole pool.
-use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
-use anyhow::{bail, Context};
+use aerie_proto::collector as pb;
+use anyhow::bail;
 use classad::{ClassAd, Value};
 use std::collections::BTreeMap;
-use std::time::Duration;
-use tonic::transport::Endpoint;
 
 #[derive(Debug, clap::Args)]
 #[command(disable_help_flag = true)]
@@ -548,58 +546,24 @@ pub fn render(p: &Parsed, ads: &[ClassAd]) -> String {
     }
 }
 
-/// Asks the CMs in order until one answers.
-fn fetch(conn: &crate::client::ConnectArgs, req: pb::QueryRequest) -> anyhow::Result<Vec<ClassAd>> {
-    let addrs = conn.addrs()?;
-    let timeout = Duration::from_secs_f64(conn.timeout.max(0.1));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let mut errors = Vec::new();
-    for addr in &addrs {
-        let uri = if addr.contains("://") {
-            addr.clone()
-        } else {
-            format!("http://{addr}")
-        };
-        let r = rt.block_on(async {
-            let ch = Endpoint::from_shared(uri)
-                .map_err(|e| format!("bad address: {e}"))?
-                .connect_timeout(Duration::from_secs(2))
-                .timeout(timeout)
-                .connect()
-                .await
-                .map_err(|e| format!("cannot connect: {e}"))?;
-            let mut c = CollectorClient::new(ch).max_decoding_message_size(512 << 20);
-            c.query(req.clone())
-                .await
-                .map(|r| r.into_inner())
-                .map_err(|s| {
-                    if s.code() == tonic::Code::InvalidArgument {
-                        format!("refused: {}", s.message())
-                    } else {
-                        s.message().to_string()
-                    }
-                })
-        });
-        match r {
-            Ok(reply) => {
-                let mut ads = Vec::with_capacity(reply.ads.len());
-                for (i, t) in reply.ads.iter().enumerate() {
-                    let mut parsed = classad::parse_old_ads(t)
-                        .map_err(|e| anyhow::anyhow!("ad {i} from {addr} does not parse: {e}"))?;
-                    if let Some(a) = parsed.pop() {
-                        ads.push(a);
-                    }
-                }
-                return Ok(ads);
-            }
-            Err(e) if e.starts_with("refused: ") => bail!("{addr}: {e}"),
-            Err(e) => errors.push(format!("{addr}: {e}")),
+/// Asks the CMs in order until one answers; the ads it answered with, parsed.
+pub(crate) fn fetch(
+    client: &mut crate::client::Client,
+    req: pb::QueryRequest,
+) -> anyhow::Result<Vec<ClassAd>> {
+    let (reply, addr) = client.collector("query", |mut c| {
+        let req = req.clone();
+        async move { Ok(c.query(req).await?.into_inner()) }
+    })?;
+    let mut ads = Vec::with_capacity(reply.ads.len());
+    for (i, t) in reply.ads.iter().enumerate() {
+        let mut parsed = classad::parse_old_ads(t)
+            .map_err(|e| anyhow::anyhow!("ad {i} from {addr} does not parse: {e}"))?;
+        if let Some(a) = parsed.pop() {
+            ads.push(a);
         }
     }
-    bail!("no CM answered the query: {}", errors.join("; "))
+    Ok(ads)
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -625,7 +589,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         absent: p.absent || p.offline,
         limit: 0,
     };
-    let ads = fetch(&args.conn, req)?;
+    let ads = fetch(&mut crate::client::Client::new(&args.conn)?, req)?;
     print!("{}", render(&p, &ads));
     Ok(0)
 }

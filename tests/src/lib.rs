@@ -546,3 +546,37 @@ pub fn unix_now() -> i64 {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
 }
+
+/// Runs the `cmctl` binary `bin` (`env!("CARGO_BIN_EXE_aerie-cmctl")`) with `args` against the
+/// CMs `cms` (`AERIE_CMS`), feeding it `stdin` when given; returns its exit code, standard
+/// output and standard error.
+pub fn run_cmctl(
+    bin: &str,
+    cms: &[String],
+    args: &[&str],
+    stdin: Option<&str>,
+) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = process::Command::new(bin)
+        .args(args)
+        .env("AERIE_CMS", cms.join(","))
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run cmctl");
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())
+            .expect("write cmctl's stdin");
+    }
+    let out = child.wait_with_output().expect("wait for cmctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
