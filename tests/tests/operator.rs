@@ -37,9 +37,9 @@ async fn cmctl_writes_and_reads_go_through_an_election() {
     let (code, out, err) = cmctl(
         &cms,
         &[
+            "userprio",
             "--timeout",
             "30",
-            "userprio",
             "-setfactor",
             "alice@pool",
             "500",
