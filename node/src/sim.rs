@@ -5,7 +5,7 @@
 //! One code path per action: `claim` is what `Startd.RequestClaim` runs, and what the access
 //! point calls directly when the granted slot is one of this process's own; a slot on another
 //! process is claimed through its `Startd` gRPC service.
-use crate::access_point::{job_id_string, AccessPoint, JobId};
+use crate::access_point::{job_id_string, AccessPoint, GrantTicket, JobId};
 use crate::args::RuntimeDist;
 use crate::claims_log::{now_ms, ClaimsLog, Event};
 use crate::pool::{self, AdContext, AdRef};
@@ -300,49 +300,78 @@ impl Sim {
         pb::RequestsReply { jobs }
     }
 
-    /// AccessPoint.DeliverGrants: acts on each grant in order (check, claim, run).
+    /// AccessPoint.DeliverGrants: checks each grant at once and answers; the claims run in a
+    /// task of their own, in the batch's order.
+    ///
+    /// Why a task: the leader bounds delivery by a deadline and drops this handler when it
+    /// passes. Were the claims made here, a drop between marking a job `Claiming` and the
+    /// startd's answer would leave the job claiming forever, or a slot claimed that no job
+    /// owns. A spawned task always runs to its end, and every claim in it ends in
+    /// `confirm_grant` or `abort_grant` (the startd call itself is bounded), so no path leaks
+    /// a job or a claim (issue 13.4). HTCondor's schedd likewise answers the negotiator at
+    /// once and queues the claim (`Scheduler::contactStartd`, src/condor_schedd.V6/schedd.cpp).
     pub async fn deliver(self: &Arc<Self>, batch: pb::GrantBatch) -> pb::GrantReply {
         let mut results = Vec::with_capacity(batch.grants.len());
-        for g in &batch.grants {
-            results.push(self.act_on_grant(batch.term, batch.cycle, g).await);
+        let mut taken = Vec::new();
+        for g in batch.grants {
+            match self.take_grant(batch.term, batch.cycle, &g) {
+                Ok(ticket) => {
+                    results.push(pb::GrantResult {
+                        accepted: true,
+                        error: String::new(),
+                    });
+                    taken.push((g, ticket));
+                }
+                Err(e) => results.push(pb::GrantResult {
+                    accepted: false,
+                    error: e,
+                }),
+            }
+        }
+        if !taken.is_empty() {
+            let me = self.clone();
+            let (term, cycle) = (batch.term, batch.cycle);
+            tokio::spawn(async move {
+                for (g, ticket) in taken {
+                    me.claim_for(term, cycle, &g, ticket).await;
+                }
+            });
         }
         pb::GrantReply { results }
     }
 
-    async fn act_on_grant(
-        self: &Arc<Self>,
-        term: u64,
-        cycle: u64,
-        g: &pb::Grant,
-    ) -> pb::GrantResult {
-        let ticket = {
-            let mut st = self.lock();
-            match st.ap.begin_grant(term, &g.job) {
-                Ok(t) => t,
-                Err(e) => {
-                    st.stats.refusals += 1;
-                    drop(st);
-                    self.log.write(&refused_event(
-                        "access_point",
-                        ap_reason(&e),
-                        &e,
-                        &g.slot,
-                        &g.job,
-                        term,
-                        cycle,
-                    ));
-                    tracing::info!(job = %g.job, slot = %g.slot, term, error = %e, "grant refused");
-                    return pb::GrantResult {
-                        accepted: false,
-                        error: e,
-                    };
-                }
-            }
-        };
+    /// Checks one grant against the queue and marks its job `Claiming`, or says why not.
+    fn take_grant(&self, term: u64, cycle: u64, g: &pb::Grant) -> Result<GrantTicket, String> {
+        let mut st = self.lock();
+        let ticket = st.ap.begin_grant(term, &g.job).inspect_err(|e| {
+            st.stats.refusals += 1;
+            self.log.write(&refused_event(
+                "access_point",
+                ap_reason(e),
+                e,
+                &g.slot,
+                &g.job,
+                term,
+                cycle,
+            ));
+            tracing::info!(job = %g.job, slot = %g.slot, term, error = %e, "grant refused");
+        })?;
         if !g.submitter.is_empty() && g.submitter != ticket.submitter {
             tracing::warn!(job = %g.job, grant = %g.submitter, job_submitter = %ticket.submitter,
                 "grant names another submitter than the job's; using the job's");
         }
+        Ok(ticket)
+    }
+
+    /// Claims the granted slot for a taken grant and starts the job's timer, or puts the job
+    /// back to idle when the startd refuses or cannot be reached.
+    async fn claim_for(
+        self: &Arc<Self>,
+        term: u64,
+        cycle: u64,
+        g: &pb::Grant,
+        ticket: GrantTicket,
+    ) {
         let or = |v: f64, d: f64| if v > 0.0 { v } else { d };
         let req = pb::ClaimRequest {
             slot: g.slot.clone(),
@@ -360,10 +389,8 @@ impl Sim {
         let mut st = self.lock();
         if !reply.ok {
             st.ap.abort_grant(ticket.job);
-            return pb::GrantResult {
-                accepted: false,
-                error: reply.error,
-            };
+            tracing::info!(job = %g.job, slot = %g.slot, term, error = %reply.error, "claim refused; the job is idle again");
+            return;
         }
         st.ap.confirm_grant(
             ticket.job,
@@ -391,10 +418,6 @@ impl Sim {
             tokio::time::sleep(runtime).await;
             me.complete(job, &addr, slot, claim_id).await;
         });
-        pb::GrantResult {
-            accepted: true,
-            error: String::new(),
-        }
     }
 
     /// A job's runtime is over: release its slot and take it off the queue.
