@@ -177,9 +177,16 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         timeout: Duration::from_millis(args.admin_timeout_ms),
     };
     // The collector: soft state on every node, relayed between CMs; absent ads via Raft.
-    let mut collector =
-        crate::collector::run::start(cfg.as_ref(), args.id, &raft, admin.state.clone())
-            .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?;
+    // A quorum's acknowledgement counts as fresh for a few election timeouts.
+    let fresh = Duration::from_millis(knobs.election_max_ms.saturating_mul(3).max(1000));
+    let mut collector = crate::collector::run::start(
+        cfg.as_ref(),
+        &leadership,
+        &cluster,
+        fresh,
+        admin.state.clone(),
+    )
+    .map_err(|e| anyhow::anyhow!("collector configuration: {e}"))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -1,12 +1,15 @@
 //! Starting a CM's collector: the table, the gRPC service, and the background tasks (expiry
-//! sweep, relay to the other CMs, the mirror of the replicated absent/offline ads). The daemon calls
+//! sweep, relay to the other CMs, the contact check, the mirror of the replicated absent/offline ads). The daemon calls
 //! [`start`] once Raft is up and [`Running::stop`] on shutdown.
 use super::absent;
 use super::relay::{Relay, RelayParams};
 use super::service::{self, CollectorService, SWEEP_INTERVAL};
 use super::{AdTable, CollectorParams};
-use crate::raft::{NodeId, Raft};
+use crate::raft::contact;
+use crate::raft::leadership::Leadership;
+use crate::raft::store::ClusterId;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// A running collector.
 pub struct Running {
@@ -19,12 +22,19 @@ pub struct Running {
 }
 
 /// Reads the collector's knobs from `cfg` (defaults without one) and starts it.
+///
+/// The collector closes its ad streams once this CM has been out of touch with a leader
+/// holding a quorum for `AERIE_COLLECTOR_CUTOFF_TIMEOUT` ([`crate::raft::contact`]); `fresh`
+/// is how old a quorum's acknowledgement may be for the leader to count as in touch.
 pub fn start(
     cfg: Option<&aerie_config::Config>,
-    id: NodeId,
-    raft: &Raft,
+    leadership: &Leadership,
+    cluster: &ClusterId,
+    fresh: Duration,
     state: crate::raft::store::SharedState,
 ) -> Result<Running, String> {
+    let (id, raft) = (leadership.id(), leadership.raft());
+    let cutoff = service::cutoff_timeout(cfg)?;
     let (params, relay_params, rate) = match cfg {
         Some(c) => (
             CollectorParams::from_config(c)?,
@@ -43,7 +53,10 @@ pub fn start(
     let relay = Relay::new(id, table.clone(), relay_params);
     let mut svc = CollectorService::new(table.clone()).with_relay(relay.clone());
     svc.max_update_rate = rate;
+    let (cut_off, contact) = contact::spawn(leadership.clone(), cluster.clone(), fresh, cutoff);
+    svc.cut_off = Some(cut_off);
     let tasks = vec![
+        ("contact with the leader", contact),
         (
             "collector expiry sweep",
             service::spawn_expiry(table.clone(), SWEEP_INTERVAL),

@@ -34,6 +34,38 @@ pub struct CollectorService {
     pub relay: Option<Arc<Relay>>,
     /// `AERIE_COLLECTOR_MAX_UPDATE_RATE`: ads per second one `AdvertiseStream` may send.
     pub max_update_rate: f64,
+    /// True once this CM has been out of touch with a leader holding a quorum for longer
+    /// than `AERIE_COLLECTOR_CUTOFF_TIMEOUT` ([`crate::raft::contact`]): its ad streams are
+    /// closed and new ones refused, so nodes move to a CM of the majority. None: never.
+    pub cut_off: Option<crate::raft::contact::CutOff>,
+}
+
+/// Default of `AERIE_COLLECTOR_CUTOFF_TIMEOUT`: several elections' worth, so an ordinary
+/// failover never moves a node, and far below an ad's lifetime, so a cut-off CM's nodes
+/// reach the majority before their slots could be taken for absent.
+pub const DEFAULT_CUTOFF_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Reads `AERIE_COLLECTOR_CUTOFF_TIMEOUT` (a duration; bare numbers are seconds), from the
+/// environment variable of that name or the configuration.
+pub fn cutoff_timeout(c: Option<&aerie_config::Config>) -> Result<Duration, String> {
+    crate::knob::Knobs::new(c)
+        .duration(
+            "AERIE_COLLECTOR_CUTOFF_TIMEOUT",
+            Some("AERIE_COLLECTOR_CUTOFF_TIMEOUT"),
+            Duration::from_secs(1),
+            DEFAULT_CUTOFF_TIMEOUT,
+            Duration::from_secs(1),
+            Duration::from_secs(3600),
+        )
+        .map_err(|e| e.to_string())
+}
+
+/// The status a cut-off CM ends or refuses an ad stream with (nodes move to the next CM).
+fn cut_off_status() -> tonic::Status {
+    tonic::Status::unavailable(
+        "this CM is out of touch with a leader holding a quorum (cut off from the majority); \
+         advertise to another CM",
+    )
 }
 
 /// Default of `AERIE_COLLECTOR_MAX_UPDATE_RATE`: generous, a whole large pool's worth of
@@ -91,6 +123,7 @@ impl CollectorService {
             table,
             relay: None,
             max_update_rate: DEFAULT_MAX_UPDATE_RATE,
+            cut_off: None,
         }
     }
 
@@ -264,6 +297,23 @@ impl collector_server::Collector for CollectorService {
         let mut limit = RateLimit::new(self.max_update_rate);
         let out = request.into_inner().map(move |batch| {
             batch.map(|b| apply_batch(&table, relay.as_deref(), &b, Some(&mut limit)))
+        });
+        let Some(cut) = self.cut_off.clone() else {
+            return Ok(tonic::Response::new(Box::pin(out)));
+        };
+        if *cut.borrow() {
+            return Err(cut_off_status());
+        }
+        // The stream's summaries until the CM is cut off; then one error ends it.
+        let out = futures::stream::unfold(Some(Box::pin(out)), move |s| {
+            let mut cut = cut.clone();
+            async move {
+                let mut s = s?;
+                tokio::select! {
+                    item = s.next() => item.map(|i| (i, Some(s))),
+                    _ = cut.wait_for(|c| *c) => Some((Err(cut_off_status()), None)),
+                }
+            }
         });
         Ok(tonic::Response::new(Box::pin(out)))
     }

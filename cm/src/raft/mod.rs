@@ -10,9 +10,11 @@
 //! * [`service`]: the gRPC server side, handing requests to the local [`Raft`];
 //! * [`config`]: timing knobs (election timeout, heartbeat) and snapshot policy;
 //! * [`propose`]: the one way to write a command, with a deadline and a typed error;
-//! * [`leadership`]: the one way to ask who leads, wait to lead, or confirm leadership.
+//! * [`leadership`]: the one way to ask who leads, wait to lead, or confirm leadership;
+//! * [`contact`]: whether this CM is in touch with a leader holding a quorum.
 pub mod bootstrap;
 pub mod config;
+pub mod contact;
 pub mod leadership;
 pub mod network;
 pub mod propose;

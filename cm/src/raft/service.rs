@@ -118,4 +118,14 @@ impl raft_server::Raft for RaftService {
         let res = self.raft.install_snapshot(req).await;
         Ok(Response::new(encode(&res)))
     }
+
+    async fn contact(&self, request: Request<RaftRequest>) -> Result<Response<RaftReply>, Status> {
+        if let Err(reply) = self.admit::<serde_json::Value>(request.get_ref()) {
+            return Ok(Response::new(reply));
+        }
+        let m = self.raft.metrics().borrow().clone();
+        Ok(Response::new(encode(
+            &super::contact::ContactReply::from_metrics(&m),
+        )))
+    }
 }
