@@ -440,3 +440,36 @@ async fn cpu_time_is_reported() {
         "{report:?}"
     );
 }
+
+/// Unmounts a test's file system when the test ends, however it ends.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[tokio::test]
+async fn a_full_sandbox_is_named() {
+    let exec = execute_dir();
+    let mounted = is_root()
+        && std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs"])
+            .arg(exec.path())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: needs root and a small tmpfs");
+        return;
+    }
+    let _unmount = Unmount(exec.path().to_path_buf());
+    let mut prepared = starter(exec.path()).prepare("full", sh("true")).unwrap();
+    let err = prepared
+        .put_input("big.dat", &vec![7u8; 256 * 1024])
+        .unwrap_err();
+    assert!(matches!(err, StartError::SandboxFull { .. }), "{err}");
+    assert_eq!(err.hold_reason_subcode(), libc::ENOSPC);
+    assert_eq!(err.hold_reason_code(), error::HOLD_TRANSFER_INPUT_ERROR);
+    assert!(err.hold_reason().contains("dir_full"), "{err}");
+}
