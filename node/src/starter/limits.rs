@@ -123,14 +123,22 @@ impl JobLimits {
 #[derive(Debug)]
 pub struct JobCgroup {
     dir: PathBuf,
+    procs: fs::File,
 }
 
 impl JobCgroup {
-    /// Makes `base/<name>` with the job's limits.
+    /// Makes `base/<name>` with the job's limits (an empty one left by an earlier run of the
+    /// node is reused) and opens its `cgroup.procs`.
     pub fn create(base: &Path, name: &str, limits: &JobLimits) -> io::Result<JobCgroup> {
         let dir = base.join(name);
-        fs::create_dir(&dir)?;
-        let cgroup = JobCgroup { dir };
+        match fs::create_dir(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            other => other?,
+        }
+        let procs = fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))?;
+        let cgroup = JobCgroup { dir, procs };
         if let Some(bytes) = limits.memory_bytes {
             fs::write(cgroup.dir.join("memory.max"), bytes.to_string())?;
             // No swap beyond the limit, where the kernel has swap accounting.
@@ -140,9 +148,10 @@ impl JobCgroup {
         Ok(cgroup)
     }
 
-    /// The file a process writes `0` to, to join the cgroup.
-    pub fn procs_file(&self) -> PathBuf {
-        self.dir.join("cgroup.procs")
+    /// The open `cgroup.procs`: a process writes `0` to it to join the cgroup (it is
+    /// close-on-exec, so the job never holds it).
+    pub fn procs(&self) -> &fs::File {
+        &self.procs
     }
 
     /// The peak memory of the job's processes, in bytes (`memory.peak`, Linux 5.19+).

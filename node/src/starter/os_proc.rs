@@ -127,19 +127,7 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
         limit_method,
         rlimit_as,
     } = launch;
-    let procs = match &cgroup {
-        Some(c) => Some(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(c.procs_file())
-                .map_err(|source| StartError::Spawn {
-                    what: "open the job's cgroup.procs",
-                    source,
-                })?,
-        ),
-        None => None,
-    };
-    let procs_fd = procs.as_ref().map(|f| f.as_raw_fd());
+    let procs_fd = cgroup.as_ref().map(|c| c.procs().as_raw_fd());
     let ids: Option<(Uid, Gid, Vec<Gid>)> = match &run_as {
         RunAs::User(Account {
             uid, gid, groups, ..
@@ -182,7 +170,6 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
         });
     }
     let child = cmd.spawn().map_err(|e| spawn_error(&exe, e))?;
-    drop(procs);
     let started = Instant::now();
     let pid = Pid::from_raw(child.id() as i32);
     // The waiting thread reaps the child; std's handle is only dropped (it never waits).

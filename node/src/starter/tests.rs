@@ -473,3 +473,45 @@ async fn a_full_sandbox_is_named() {
     assert_eq!(err.hold_reason_code(), error::HOLD_TRANSFER_INPUT_ERROR);
     assert!(err.hold_reason().contains("dir_full"), "{err}");
 }
+
+/// This host has no delegated cgroup v2, so the cgroup path runs against a plain directory
+/// standing in for one (with the `cgroup.procs` the kernel would make): the job's cgroup gets
+/// its limits, the job's process joins it (writes `0` to `cgroup.procs`) before it execs, no
+/// rlimit is set, and `cgroup.kill` is written when the job ends. The kernel's enforcement
+/// itself is not tested here.
+#[tokio::test]
+async fn cgroup_setup_on_a_stand_in_directory() {
+    let exec = execute_dir();
+    let base = tempfile::tempdir().unwrap();
+    let s = Starter::new(StarterConfig {
+        execute_dir: exec.path().to_path_buf(),
+        run_as: RunAsPolicy::default(),
+        limits: LimitMethod::CgroupV2 {
+            base: base.path().to_path_buf(),
+        },
+    });
+    let cg = base.path().join("job_cg");
+    fs::create_dir(&cg).unwrap();
+    fs::write(cg.join("cgroup.procs"), "").unwrap();
+    let mut job = sh("ulimit -v > vlimit");
+    job.request_memory_mb = Some(64);
+    job.request_cpus = 3;
+    let (running, report) = run(&s, "cg", job).await;
+    assert_eq!(report.outcome, ExitOutcome::Exited(0));
+    assert_eq!(running.process().limit_method().name(), "cgroup-v2");
+    assert_eq!(read(&running, "vlimit").trim(), "unlimited");
+    let file = |name: &str| fs::read_to_string(cg.join(name)).unwrap();
+    assert_eq!(file("memory.max"), (64u64 << 20).to_string());
+    assert_eq!(file("cpu.weight"), "300");
+    assert_eq!(file("cgroup.procs"), "0");
+    assert_eq!(file("cgroup.kill"), "1");
+
+    // A cgroup that cannot be made: the job still runs, with rlimits instead.
+    fs::remove_dir_all(base.path()).unwrap();
+    let mut job = sh("ulimit -v > vlimit");
+    job.request_memory_mb = Some(64);
+    let (running, report) = run(&s, "nocg", job).await;
+    assert_eq!(report.outcome, ExitOutcome::Exited(0));
+    assert_eq!(running.process().limit_method(), &LimitMethod::Rlimit);
+    assert_eq!(read(&running, "vlimit").trim(), (64 * 1024).to_string());
+}
