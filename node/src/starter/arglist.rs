@@ -127,6 +127,8 @@ mod tests {
             ["a", "b", "c", "'d", "e'", "\"f\""]
         );
         assert!(split_v1("   ").is_empty());
+        // condor_submit 23.9.6 writes `args = one  two\"x 'q r'` as this `Args`.
+        assert_eq!(split_v1("one two\"x 'q r'"), ["one", "two\"x", "'q", "r'"]);
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! `vanilla_proc.cpp`).
 //!
 //! A job goes through three stages, each a type:
-//! 1. [`Starter::prepare`] reads nothing from the network: it chooses the Unix account
-//!    ([`account`]), makes the sandbox `EXECUTE/dir_<id>` ([`sandbox`]) and gives a
+//! 1. [`Starter::prepare`] chooses the Unix account ([`account`]), makes the sandbox `EXECUTE/dir_<id>` ([`sandbox`]) and gives a
 //!    [`PreparedJob`], into which the node writes the files the access point sends
 //!    ([`PreparedJob::put_executable`], [`PreparedJob::put_input`]).
 //! 2. [`PreparedJob::start`] checks the executable and the standard files, sets up the limits

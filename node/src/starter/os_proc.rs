@@ -93,20 +93,21 @@ fn rusage_time(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
 }
 
+/// What a failed `spawn` means: the exec's errors name the executable.
 fn spawn_error(exe: &Path, e: io::Error) -> StartError {
     match e.raw_os_error() {
         Some(libc::ENOENT) => StartError::MissingExecutable {
             path: exe.to_path_buf(),
         },
-        Some(errno @ (libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::ETXTBSY)) => {
-            StartError::NotExecutable {
-                path: exe.to_path_buf(),
-                reason: e.to_string(),
-                errno,
-            }
-        }
+        Some(errno @ (libc::EACCES | libc::ENOEXEC | libc::ETXTBSY)) => StartError::NotExecutable {
+            path: exe.to_path_buf(),
+            reason: e.to_string(),
+            errno,
+        },
+        // The steps before exec (session, cgroup, rlimit, account) fail otherwise, and std
+        // reports only the errno, not which step gave it.
         _ => StartError::Spawn {
-            what: "fork and exec",
+            what: "set up the job's session, cgroup, limits and account, and exec it",
             source: e,
         },
     }
