@@ -6,9 +6,9 @@
 //! core, the kernel's default weight being 100 for one), the job's processes placed in it
 //! before they exec, its peak from `memory.peak`, and its every process killed through
 //! `cgroup.kill` when the job ends. Without a delegated cgroup (a cgroup v1 host, a container,
-//! a personal pool) the job's processes get `RLIMIT_AS` = `RequestMemory`: each process is
-//! held to its address space, which a job of many processes can exceed in total, and CPU is
-//! not weighted. Which one a node uses is decided once, logged, and shown in the slot ad
+//! a personal pool) the job's processes get `RLIMIT_AS` = `RequestMemory` (Aerie's choice,
+//! rather than `RLIMIT_DATA`, so that mapped files count too): each process is held to its
+//! address space, which a job of many processes can exceed in total, and CPU is not weighted. Which one a node uses is decided once, logged, and shown in the slot ad
 //! ([`LimitMethod::name`]).
 
 use super::job::JobDescription;
@@ -66,14 +66,10 @@ impl LimitMethod {
     }
 }
 
+/// Whether a controller list (`cgroup.controllers`, `cgroup.subtree_control`) has memory and cpu.
 fn has_controllers(list: &str) -> bool {
-    let mut words = list.split_whitespace();
-    let (mut memory, mut cpu) = (false, false);
-    for w in &mut words {
-        memory |= w == "memory";
-        cpu |= w == "cpu";
-    }
-    memory && cpu
+    let has = |c: &str| list.split_whitespace().any(|w| w == c);
+    has("memory") && has("cpu")
 }
 
 /// Why `base` cannot hold job cgroups, if it cannot.
