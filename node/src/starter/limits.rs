@@ -8,7 +8,8 @@
 //! `cgroup.kill` when the job ends. Without a delegated cgroup (a cgroup v1 host, a container,
 //! a personal pool) the job's processes get `RLIMIT_AS` = `RequestMemory` (Aerie's choice,
 //! rather than `RLIMIT_DATA`, so that mapped files count too): each process is held to its
-//! address space, which a job of many processes can exceed in total, and CPU is not weighted. Which one a node uses is decided once, logged, and shown in the slot ad
+//! address space, which a job of many processes can exceed in total, and CPU is not weighted.
+//! Which one a node uses is decided once, logged, and shown in the slot ad
 //! ([`LimitMethod::name`]).
 
 use super::job::JobDescription;
