@@ -54,13 +54,16 @@ impl LimitMethod {
         };
         match check_delegated(base) {
             Ok(()) => {
-                tracing::info!(method = "cgroup-v2", cgroup = %base.display(), "limiting jobs with cgroup v2");
+                let cgroup = base.display();
+                tracing::info!(method = "cgroup-v2", %cgroup, "limiting jobs with cgroup v2");
                 LimitMethod::CgroupV2 {
                     base: base.to_path_buf(),
                 }
             }
             Err(why) => {
-                tracing::info!(method = "rlimit", cgroup = %base.display(), reason = %why, "no usable cgroup v2; limiting jobs with rlimits");
+                let cgroup = base.display();
+                let note = "no usable cgroup v2; limiting jobs with rlimits";
+                tracing::info!(method = "rlimit", %cgroup, reason = %why, "{note}");
                 LimitMethod::Rlimit
             }
         }

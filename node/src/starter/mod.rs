@@ -3,9 +3,10 @@
 //! `vanilla_proc.cpp`).
 //!
 //! A job goes through three stages, each a type:
-//! 1. [`Starter::prepare`] chooses the Unix account ([`account`]), makes the sandbox `EXECUTE/dir_<id>` ([`sandbox`]) and gives a
-//!    [`PreparedJob`], into which the node writes the files the access point sends
-//!    ([`PreparedJob::put_executable`], [`PreparedJob::put_input`]).
+//! 1. [`Starter::prepare`] chooses the Unix account ([`account`]), makes the sandbox
+//!    `EXECUTE/dir_<id>` ([`sandbox`]) and gives a [`PreparedJob`], into which the node
+//!    writes the files the access point sends ([`PreparedJob::put_executable`],
+//!    [`PreparedJob::put_input`]).
 //! 2. [`PreparedJob::start`] checks the executable and the standard files, sets up the limits
 //!    ([`limits`]) and starts the process ([`os_proc`]), giving a [`RunningJob`]: suspend,
 //!    continue, soft and hard kill (the caller decides when, from the policy and its clock),
@@ -258,7 +259,8 @@ impl PreparedJob {
                 match JobCgroup::create(base, &format!("job_{}", self.id), &job_limits) {
                     Ok(c) => Some(c),
                     Err(e) => {
-                        tracing::warn!(cgroup = %base.display(), error = %e, "cannot make the job's cgroup; using rlimits");
+                        let cgroup = base.display();
+                        tracing::warn!(%cgroup, error = %e, "no cgroup for the job; using rlimits");
                         None
                     }
                 }

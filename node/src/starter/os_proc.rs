@@ -194,7 +194,8 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
                 source,
             }
         })?;
-    tracing::info!(pid = pid.as_raw(), exe = %exe.display(), limits = limit_method.name(), "job started");
+    let (exe_shown, limits) = (exe.display(), limit_method.name());
+    tracing::info!(pid = pid.as_raw(), exe = %exe_shown, limits, "job started");
     Ok(JobProcess {
         pid,
         kill_sig,
