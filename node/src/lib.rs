@@ -18,3 +18,4 @@ pub mod service;
 pub mod sim;
 pub mod simulate;
 pub mod startd;
+pub mod starter;
