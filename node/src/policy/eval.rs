@@ -4,7 +4,7 @@
 //! boolean, and a number counts as a boolean (non-zero is true, libclassad's
 //! `EvaluateAttrBoolEquiv`). Evaluating with no TARGET is HTCondor's "local evaluation": job
 //! attributes are UNDEFINED.
-use super::clock::CURRENT_TIME;
+use super::clock::{pin_clock, CURRENT_TIME};
 use super::knobs::Policy;
 use classad::eval::ops::bool_equiv;
 use classad::{ClassAd, Value};
@@ -72,12 +72,16 @@ impl View {
 }
 
 /// A job ad's own attribute `name`, evaluated with the job as MY and the slot as TARGET (how
-/// the startd reads the job's `MaxJobRetirementTime` and `JobMaxVacateTime`).
+/// the startd reads the job's `MaxJobRetirementTime` and `JobMaxVacateTime`): `None` when the
+/// job does not set it, `Some(None)` when it is not a number. The job's clock is the slot's
+/// `now` too (its `time()` pinned, `CurrentTime` set).
 pub fn job_int(job: &ClassAd, name: &str, slot: &View) -> Option<Option<i64>> {
-    if !job.contains(name) {
-        return None;
+    let e = job.lookup(name)?;
+    let mut mine = job.clone();
+    if let Some(now) = slot.ad().eval_attr(CURRENT_TIME).as_int() {
+        mine.insert_int(CURRENT_TIME, now);
     }
-    Some(as_int(&job.eval_attr_with(name, Some(slot.ad()))))
+    Some(as_int(&mine.eval_expr_with(&pin_clock(e), Some(slot.ad()))))
 }
 
 fn as_int(v: &Value) -> Option<i64> {

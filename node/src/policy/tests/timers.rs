@@ -302,3 +302,64 @@ fn htcondor_23_defaults_are_read_when_nothing_is_configured() {
     let step = sim.on(Event::Vacate { fast: false });
     assert_eq!(soft_kill(&step, "c1"), Some(600));
 }
+
+#[test]
+fn the_job_retirement_time_reads_the_injected_clock() {
+    // The job's own expression uses time(): it must see the step's `now`, not the real clock.
+    let conf = "MAXJOBRETIREMENTTIME = 3600\nMachineMaxVacateTime = 0\n";
+    let own = format!(
+        "MaxJobRetirementTime = ifThenElse(time() < {}, 3600, 0)\n",
+        T0 + 500
+    );
+    let mut sim = preempted(conf, &own, 10);
+    sim.at(499);
+    assert!(sim.tick().transitions.is_empty());
+    sim.at(500);
+    assert_eq!(sim.tick().numbers(), vec![18]);
+}
+
+#[test]
+fn owner_slots_take_matches_and_claims_unnumbered() {
+    // HTCondor's match_info and request_claim accept an Owner slot whose START takes the job
+    // ("the resource is available to run a job, regardless of if it is in the Owner or
+    // Unclaimed state"); the diagram numbers neither move.
+    let mut sim = Sim::new("IS_OWNER = True\n");
+    let step = sim.match_notice("c1");
+    assert_eq!(step.transitions[0].number, None);
+    sim.is(Matched, Idle);
+    let step = sim.claim("c1", job(""));
+    assert_eq!(step.numbers(), vec![9]);
+    let mut sim = Sim::new("IS_OWNER = True\n");
+    let step = sim.claim("c1", job(""));
+    assert_eq!(step.transitions[0].number, None);
+    sim.is(Claimed, Idle);
+}
+
+#[test]
+fn the_access_point_releasing_a_busy_claim_vacates_its_job() {
+    let mut sim = Sim::new("MAXJOBRETIREMENTTIME = 3600\n");
+    sim.busy("c1", job(""));
+    let step = sim.on(Event::ReleaseClaim {
+        claim_id: "c1".into(),
+    });
+    sim.is(Preempting, Vacating);
+    assert_eq!(soft_kill(&step, "c1"), Some(600));
+    let step = sim.exit("c1", false);
+    assert!(did(&step, &release("c1", Cause::Released)));
+}
+
+#[test]
+fn a_keep_alive_renews_the_lease_without_evaluating_the_policy() {
+    let mut sim = Sim::new("START = KeyboardIdle > 600\n");
+    sim.tick();
+    sim.claim("c1", job(""));
+    sim.at(5).set("KeyboardIdle", "0");
+    let step = sim.on(Event::KeepAlive {
+        claim_id: "c1".into(),
+    });
+    assert!(step.transitions.is_empty() && step.actions.is_empty());
+    assert_eq!(
+        sim.slot.claim.as_ref().unwrap().lease_expires_at,
+        T0 + 5 + 1800
+    );
+}
