@@ -157,10 +157,17 @@ impl Run<'_> {
         if self.slot.preempting.is_some() || self.slot.drain.is_some() || self.worklife_over() {
             return self.refuse_activation(claim_id, "the claim is closing");
         }
+        // HTCondor's activate_claim: the slot must still match the job ("Slot does not match
+        // job"), and the claim's rank becomes the job's.
+        if view.bool("START", Some(job_ad)) != Some(true) {
+            return self.refuse_activation(claim_id, "the slot does not match the job (START)");
+        }
+        let rank = view.real("Rank", Some(job_ad)).unwrap_or(0.0);
         let now = self.now();
         let pledged = view.int("MachineMaxVacateTime", Some(job_ad)).unwrap_or(0);
         if let Some(c) = self.slot.claim.as_mut() {
             c.activations += 1;
+            c.rank = rank;
             if let Some(d) = job_ad.eval_attr("JobLeaseDuration").as_int() {
                 if d > 0 {
                     c.lease_duration = d;
@@ -187,11 +194,7 @@ impl Run<'_> {
             return;
         }
         if let Some(c) = self.slot.claim.as_mut() {
-            if let Some(job) = c.job.take() {
-                if let Some(since) = job.suspended_since {
-                    tracing::debug!(since, "starter exited while suspended");
-                }
-            }
+            c.job = None;
         }
         match (self.slot.state, self.slot.activity) {
             (State::Claimed, Activity::Retiring) => {

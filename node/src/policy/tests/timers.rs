@@ -363,3 +363,28 @@ fn a_keep_alive_renews_the_lease_without_evaluating_the_policy() {
         T0 + 5 + 1800
     );
 }
+
+#[test]
+fn an_activation_the_slot_no_longer_matches_is_refused_and_the_rank_follows_the_job() {
+    let mut sim = Sim::new("RANK = ImageSize\nSTART = ImageSize < 5000\n");
+    sim.tick();
+    sim.claim("c1", job(""));
+    assert_eq!(sim.attr("CurrentRank").as_number(), Some(1000.0));
+    let step = sim.activate("c1", job("ImageSize = 6000\n"));
+    assert!(matches!(step.actions[0], Action::ActivationRefused { .. }));
+    sim.is(Claimed, Idle);
+    sim.activate("c1", job("ImageSize = 2000\n"));
+    sim.is(Claimed, Busy);
+    assert_eq!(sim.attr("CurrentRank").as_number(), Some(2000.0));
+}
+
+#[test]
+fn a_drain_gives_up_a_match_and_drains_the_slot() {
+    // HTCondor's retire_claim on a Matched slot sends it to Owner; Owner then drains (36).
+    let mut sim = Sim::new("");
+    sim.tick();
+    sim.match_notice("c1");
+    let step = sim.on(drain(DrainSchedule::Graceful));
+    assert_eq!(step.numbers(), vec![8, 36, 33]);
+    sim.is(Drained, Idle);
+}

@@ -159,6 +159,8 @@ fn transition_11_claimed_idle_to_busy_when_the_claim_is_activated() {
     assert!(did(&step, &start_job("c1")));
     assert_eq!(sim.attr("JobStart").as_int(), Some(T0 + 3));
     assert_eq!(sim.attr("JobId").as_str(), Some("7.0"));
+    // The claim's rank is now the job's.
+    assert_eq!(sim.attr("CurrentRank").as_number(), Some(0.0));
     // A second activation of a busy claim is refused.
     let again = sim.activate("c1", job(""));
     assert!(matches!(again.actions[0], Action::ActivationRefused { .. }));
