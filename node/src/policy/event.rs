@@ -104,8 +104,8 @@ pub enum Cause {
 }
 
 impl Cause {
-    /// Whether the slot goes back to its owner afterwards rather than to a preempting claim
-    /// (transitions 22 and 25 against 23 and 24).
+    /// Whether the claim is broken for a better match (a preempting claim) rather than for
+    /// the owner, a command or a timer.
     pub fn is_better_match(self) -> bool {
         matches!(self, Cause::RankPreemption | Cause::PriorityPreemption)
     }

@@ -19,6 +19,14 @@
 //! periodic checkpoints (no standard universe), hibernation, job hooks, `WANT_HOLD`, and a
 //! drain's `-start` expression (a draining machine takes no new claim here).
 //!
+//! Using it: read a [`Policy`] once from the configuration (`Policy::from_config`), keep one
+//! [`Slot`] per slot (`Slot::new(now)`), and on every tick (`POLLING_INTERVAL`) and every
+//! protocol event call `slot.step(&Inputs { policy, machine, now, other_slots_drained },
+//! &event)`, keep `step.slot`, carry out `step.actions` in order, and lay
+//! `slot.attributes()` over the machine ad before advertising it. The caller owns what spans
+//! slots: `other_slots_drained`, a drain's `-check` expression, and coordinating the
+//! retirement of a graceful drain across slots.
+//!
 //! Where the seed's prose and HTCondor disagree, HTCondor's source wins and the code says so:
 //! the order of checks is `ResState::eval_policy` (`src/condor_startd.V6/ResState.cpp`), the
 //! retirement arithmetic `Resource::evalRetirementRemaining`/`retirementExpired`/
