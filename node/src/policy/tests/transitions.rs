@@ -583,3 +583,15 @@ fn transition_37_unclaimed_to_drained_when_draining_starts_in_unclaimed() {
     let step = sim.claim("c1", job(""));
     assert!(matches!(step.actions[0], Action::ClaimRefused { .. }));
 }
+
+#[test]
+fn every_numbered_transition_but_benchmarking_and_backfill_has_a_test() {
+    let source = include_str!("transitions.rs");
+    let left_out = [3, 4, 7, 26, 27, 28, 29, 30, 31, 32];
+    for n in (1..=37).filter(|n| !left_out.contains(n)) {
+        assert!(
+            source.contains(&format!("fn transition_{n}_")),
+            "transition {n} has no test"
+        );
+    }
+}
