@@ -42,6 +42,28 @@ pub struct Connected {
     pub disconnected_idle: i64,
 }
 
+impl Connected {
+    /// From the configuration (`SLOTS_CONNECTED_TO_CONSOLE`, `SLOTS_CONNECTED_TO_KEYBOARD`,
+    /// `DISCONNECTED_KEYBOARD_IDLE_BOOST`) for a startd `age` seconds old.
+    pub fn from_config(
+        cfg: &aerie_config::Config,
+        age: i64,
+    ) -> Result<Connected, aerie_config::ConfigError> {
+        let count = |knob: &str| -> Result<u32, aerie_config::ConfigError> {
+            let v = cfg.int_or(knob, 0)?;
+            u32::try_from(v).map_err(|_| {
+                aerie_config::ConfigError::new(format!("{knob} is {v}; it must be 0 or more"))
+                    .with_knob(knob)
+            })
+        };
+        Ok(Connected {
+            console_slots: count("SLOTS_CONNECTED_TO_CONSOLE")?,
+            keyboard_slots: count("SLOTS_CONNECTED_TO_KEYBOARD")?,
+            disconnected_idle: age.max(0) + cfg.int_or("DISCONNECTED_KEYBOARD_IDLE_BOOST", 1200)?,
+        })
+    }
+}
+
 /// One slot's share.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SlotLoad {
@@ -223,6 +245,19 @@ mod tests {
                 (Some(5000), Some(5000))
             ]
         );
+        // The settings come from the configuration.
+        let cfg = aerie_config::Config::parse_str(
+            "SLOTS_CONNECTED_TO_CONSOLE = 2\nSLOTS_CONNECTED_TO_KEYBOARD = 1\n\
+             DISCONNECTED_KEYBOARD_IDLE_BOOST = 4000\n",
+            "t.conf",
+            &aerie_config::LoadOptions {
+                local_config: false,
+                env_overrides: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(Connected::from_config(&cfg, 1000).unwrap(), c);
         // Unknown idle times (the simulator) stay unknown.
         let l = assign_load_and_idle(&slots, 0.0, None, c);
         assert!(l

@@ -644,6 +644,25 @@ mod tests {
     }
 
     #[test]
+    fn this_host_reads() {
+        // The thin part on the machine running the tests: whatever it has, it reads.
+        let r = read(Path::new("/")).unwrap();
+        let m = Machine::from_readings(&r).unwrap();
+        assert!(m.cpus >= 1 && m.memory_mib > 0 && m.disk_kib > 0, "{m:?}");
+        assert!(!m.platform.arch.is_empty());
+        assert!(read_load_avg().unwrap() >= 0.0);
+        let i = idle_times(&read_idle(r_now(), &["console".into()], false, 0));
+        assert!(i.keyboard >= 0);
+    }
+
+    fn r_now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0)
+    }
+
+    #[test]
     fn utmp_records_of_logged_in_users_name_their_terminals() {
         let rec = |ty: i16, line: &str| {
             let mut r = vec![0u8; 384];
