@@ -289,6 +289,55 @@ mod tests {
     }
 
     #[test]
+    fn simulated_jobs_match_simulated_slots_until_a_partitionable_slot_is_full() {
+        // The slot ads now carry HTCondor's Requirements (START, and WithinResourceLimits on
+        // a partitionable slot): the simulator's own jobs must still match them both ways.
+        let users = vec!["alice".to_string()];
+        let mut ap = AccessPoint::new(&users, &[], "pool.example", vec![], 1);
+        ap.add_job(0);
+        let job = classad::parse_ad(&ap.idle_job_ads()[0]).unwrap();
+        let mut sd = Startd::new(1, "t", 0);
+        build_slots(&mut sd, 1, 1, false, "s", "d");
+        build_slots(&mut sd, 1, 1, true, "p", "d");
+        for (slot, machine) in [("slot1@s0.d", "s0.d"), ("slot1@p0.d", "p0.d")] {
+            let m = *sd.machine(machine).unwrap();
+            let ad = classad::parse_ad(&slot_ad(sd.slot(slot).unwrap(), &m, &ctx())).unwrap();
+            assert!(classad::symmetric_match(&ad, &job), "{slot} does not match");
+        }
+        // The partitionable slot's one core carved: nothing left to match.
+        let cid = sd.slot("slot1@p0.d").unwrap().claim_id.clone();
+        sd.request_claim(ClaimSpec {
+            slot: "slot1@p0.d".into(),
+            claim_id: cid,
+            term: 1,
+            job: RunningJob {
+                job: "1.0".into(),
+                submitter: "alice@pool.example".into(),
+                user: "alice@pool.example".into(),
+                grouped: false,
+                concurrency_limits: None,
+                term: 1,
+                cycle: 1,
+                start: 5,
+            },
+            carve: Resources {
+                cpus: 1.0,
+                memory: 512.0,
+                disk: 1024.0,
+            },
+        })
+        .unwrap();
+        let m = *sd.machine("p0.d").unwrap();
+        assert_eq!((m.slots, m.busy), (2, 1));
+        let ad = classad::parse_ad(&slot_ad(sd.slot("slot1@p0.d").unwrap(), &m, &ctx())).unwrap();
+        assert!(!classad::symmetric_match(&ad, &job));
+        assert_eq!(ad.eval_attr("TotalSlots").as_int(), Some(2));
+        let d = classad::parse_ad(&slot_ad(sd.slot("slot1_1@p0.d").unwrap(), &m, &ctx())).unwrap();
+        assert_eq!(d.eval_attr("EnteredCurrentActivity").as_int(), Some(5));
+        assert_eq!(d.eval_attr("ParentSlotName").as_str(), Some("slot1@p0.d"));
+    }
+
+    #[test]
     fn submitter_and_scheduler_ads_count_jobs() {
         let users = vec!["alice".to_string(), "bob".to_string()];
         let mut ap = AccessPoint::new(&users, &[], "pool.example", vec![], 1);
