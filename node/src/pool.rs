@@ -335,6 +335,8 @@ mod tests {
         let d = classad::parse_ad(&slot_ad(sd.slot("slot1_1@p0.d").unwrap(), &m, &ctx())).unwrap();
         assert_eq!(d.eval_attr("EnteredCurrentActivity").as_int(), Some(5));
         assert_eq!(d.eval_attr("ParentSlotName").as_str(), Some("slot1@p0.d"));
+        assert_eq!(d.eval_attr("DSlotId").as_int(), Some(1));
+        assert_eq!(d.eval_attr("SlotType").as_str(), Some("Dynamic"));
     }
 
     #[test]

@@ -96,6 +96,12 @@ const WITHIN_RESOURCE_LIMITS_CP: &str = "(ifThenElse(TARGET._cp_orig_RequestCpus
      MY.ConsumptionDisk <= MY.Disk) && ifThenElse(TARGET._cp_orig_RequestMemory isnt \
      undefined,TARGET.RequestMemory <= MY.Memory,MY.ConsumptionMemory <= MY.Memory))";
 
+/// The k of a dynamic slot's name `slot<N>_<k>@<machine>` (HTCondor's `DSlotId`).
+fn dynamic_id(name: &str) -> Option<i64> {
+    let local = name.split('@').next()?;
+    local.rsplit_once('_')?.1.parse().ok()
+}
+
 fn insert_expr(ad: &mut ClassAd, name: &str, text: &str) -> Result<(), String> {
     ad.insert_expr_str(name, text)
         .map_err(|e| format!("slot attribute {name} = {text}: {e}"))
@@ -197,6 +203,9 @@ pub fn slot_ad(
             ad.insert_bool("DynamicSlot", true);
             ad.insert_str("ParentSlotName", parent);
             ad.insert_int("ParentSlotId", slot.id as i64);
+            if let Some(k) = dynamic_id(&slot.name) {
+                ad.insert_int("DSlotId", k);
+            }
             insert_expr(&mut ad, "Requirements", "START")?;
         }
     }
@@ -219,4 +228,136 @@ pub fn slot_ad(
     }
     ad.insert_str("ClaimId", &slot.claim_id);
     Ok(ad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::startd::machine::Utsname;
+    use crate::startd::{ClaimSpec, RunningJob, Startd};
+
+    fn facts() -> MachineFacts {
+        MachineFacts {
+            machine: "node1.example".into(),
+            my_address: "<10.0.0.1:9618>".into(),
+            uid_domain: "example".into(),
+            filesystem_domain: "example".into(),
+            platform: Platform {
+                arch: "X86_64".into(),
+                opsys: "LINUX".into(),
+                opsys_and_ver: "RedHat9".into(),
+                opsys_legacy: "LINUX".into(),
+                opsys_name: "RedHat".into(),
+                opsys_long_name: "Red Hat Enterprise Linux 9.4".into(),
+                opsys_major_ver: 9,
+                opsys_ver: 904,
+                utsname: Utsname::default(),
+            },
+            total: Resources {
+                cpus: 4.0,
+                memory: 8192.0,
+                disk: 1e6,
+            },
+            detected: None,
+        }
+    }
+
+    const NOW: MachineNow = MachineNow {
+        total_slots: 1,
+        total_load: 1.234,
+        total_condor_load: 1.0,
+    };
+
+    #[test]
+    fn the_policy_state_and_the_claim_are_advertised_as_given() {
+        let mut sd = Startd::new(1, "t", 100);
+        let spec = SlotSpec {
+            rank: "Owner == \"alice\"".into(),
+            startd_attrs: vec![("Site".into(), "\"lab\"".into())],
+            ..SlotSpec::plain(1, false, facts().total)
+        };
+        sd.add_slot("node1.example", &spec);
+        let cid = sd.slot("slot1@node1.example").unwrap().claim_id.clone();
+        let job = RunningJob {
+            job: "12.3".into(),
+            submitter: "alice@example".into(),
+            user: "alice@example".into(),
+            grouped: false,
+            concurrency_limits: None,
+            term: 2,
+            cycle: 7,
+            start: 150,
+        };
+        sd.request_claim(ClaimSpec {
+            slot: "slot1@node1.example".into(),
+            claim_id: cid.clone(),
+            term: 2,
+            job,
+            carve: Resources::default(),
+        })
+        .unwrap();
+        let slot = sd.slot("slot1@node1.example").unwrap();
+        let policy = PolicyState {
+            state: "Claimed".into(),
+            activity: "Retiring".into(),
+            entered_state: 150,
+            entered_activity: 170,
+            current_rank: 1.0,
+        };
+        let load = SlotLoad {
+            owner: 0.234,
+            condor: 1.0,
+            keyboard_idle: Some(60),
+            console_idle: None,
+        };
+        let ad = slot_ad(slot, &spec, &facts(), &NOW, &policy, &load).unwrap();
+        let s = |a: &str| ad.eval_attr(a).as_str().map(str::to_string);
+        let n = |a: &str| ad.eval_attr(a).as_number();
+        assert_eq!(s("Activity").as_deref(), Some("Retiring"));
+        assert_eq!(ad.eval_attr("EnteredCurrentActivity").as_int(), Some(170));
+        assert_eq!(n("CurrentRank"), Some(1.0));
+        assert_eq!(
+            (n("LoadAvg"), n("CondorLoadAvg"), n("TotalLoadAvg")),
+            (Some(1.23), Some(1.0), Some(1.23))
+        );
+        assert_eq!(ad.eval_attr("KeyboardIdle").as_int(), Some(60));
+        assert!(!ad.contains("ConsoleIdle"));
+        assert_eq!(s("RemoteUser").as_deref(), Some("alice@example"));
+        assert_eq!(s("JobId").as_deref(), Some("12.3"));
+        assert_eq!(ad.eval_attr("JobStart").as_int(), Some(150));
+        assert_eq!(s("Site").as_deref(), Some("lab"));
+        assert_eq!(s("OpSysAndVer").as_deref(), Some("RedHat9"));
+        assert_eq!(s("ClaimId"), Some(cid));
+        // The configured Rank is an expression, evaluated against a job by the negotiator.
+        let mut text = String::new();
+        classad::format::unparse_expr(&mut text, ad.lookup("Rank").unwrap());
+        assert_eq!(text, "Owner == \"alice\"");
+    }
+
+    #[test]
+    fn an_expression_that_does_not_parse_is_an_error_naming_the_attribute() {
+        let mut sd = Startd::new(1, "t", 0);
+        let spec = SlotSpec {
+            startd_attrs: vec![("Broken".into(), "((".into())],
+            ..SlotSpec::plain(1, false, facts().total)
+        };
+        sd.add_slot("node1.example", &spec);
+        let slot = sd.slot("slot1@node1.example").unwrap();
+        let load = SlotLoad {
+            owner: 0.0,
+            condor: 0.0,
+            keyboard_idle: None,
+            console_idle: None,
+        };
+        let e = slot_ad(
+            slot,
+            &spec,
+            &facts(),
+            &NOW,
+            &PolicyState::of_claim(slot),
+            &load,
+        )
+        .unwrap_err();
+        assert!(e.contains("Broken"), "{e}");
+    }
 }
