@@ -1,10 +1,15 @@
 //! The simulated pool's shape (machines, slots, submitters) and the ads it advertises:
 //! slot ads (`Machine`), one `Submitter` ad per submitter and one `Scheduler` ad.
 //!
-//! Ads carry no time-varying attribute (no `CurrentTime`, no load), so an unchanged slot
-//! re-advertised every update interval is recognised by the collector as unchanged.
+//! Ads carry no attribute that changes with the clock alone (no `CurrentTime`, no idle
+//! times), so an unchanged slot re-advertised every update interval is recognised by the
+//! collector as unchanged.
 use crate::access_point::AccessPoint;
-use crate::startd::{Resources, Slot, SlotKind, Startd};
+use crate::startd::ad::{self, MachineFacts, MachineNow, PolicyState};
+use crate::startd::layout::SlotSpec;
+use crate::startd::load::SlotLoad;
+use crate::startd::machine::{Platform, Utsname};
+use crate::startd::{MachineSlots, Resources, Slot, Startd};
 use classad::ClassAd;
 
 /// Memory per core of a simulated machine, in MiB (a static slot's `Memory`): 2 GiB.
@@ -88,77 +93,63 @@ pub fn build_slots(
     }
 }
 
-/// The slot's `Machine` ad in old ClassAd syntax, with the attributes `condor_status` and the
-/// negotiator read: identity (`Name`, `Machine`, `SlotID`, `MyAddress`), platform (`OpSys =
-/// "LINUX"`, `Arch = "X86_64"`), resources (`Cpus`, `Memory`, `Disk`: what is left, for a
-/// partitionable slot; `TotalSlot*`), `SlotWeight` (= `Cpus`), policy (`Start`,
-/// `Requirements` True, `Rank` 0), `SlotType`, and the state: `Unclaimed`/`Idle`, or
-/// `Claimed`/`Busy` with `RemoteUser`, `RemoteOwner`, `AccountingGroup` (grouped jobs),
-/// `JobId`, `JobStart`, `ConcurrencyLimits` and Aerie's `ClaimTerm`. It carries the private
-/// `ClaimId`, which the collector keeps apart from what queries return.
-pub fn slot_ad(slot: &Slot, ctx: &AdContext) -> String {
-    let mut ad = ClassAd::new();
-    let r = slot.advertised();
-    ad.insert_str("MyType", "Machine");
-    ad.insert_str("TargetType", "Job");
-    ad.insert_str("Name", &slot.name);
-    ad.insert_str("Machine", &slot.machine);
-    ad.insert_int("SlotID", slot.id as i64);
-    ad.insert_str("MyAddress", &ctx.my_address);
-    ad.insert_str("StartdIpAddr", &ctx.my_address);
-    ad.insert_str("OpSys", "LINUX");
-    ad.insert_str("Arch", "X86_64");
-    ad.insert_str("UidDomain", &ctx.domain);
-    ad.insert_str("FileSystemDomain", &ctx.domain);
-    ad.insert_int("Cpus", r.cpus as i64);
-    ad.insert_int("Memory", r.memory as i64);
-    ad.insert_int("Disk", r.disk as i64);
-    ad.insert_int("TotalSlotCpus", slot.total.cpus as i64);
-    ad.insert_int("TotalSlotMemory", slot.total.memory as i64);
-    ad.insert_int("TotalSlotDisk", slot.total.disk as i64);
-    ad.insert_int("SlotWeight", r.cpus as i64);
-    ad.insert_bool("Start", true);
-    ad.insert_bool("Requirements", true);
-    ad.insert_int("Rank", 0);
-    match &slot.kind {
-        SlotKind::Static => {
-            ad.insert_str("SlotType", "Static");
-            ad.insert_bool("PartitionableSlot", false);
-        }
-        SlotKind::Partitionable { .. } => {
-            ad.insert_str("SlotType", "Partitionable");
-            ad.insert_bool("PartitionableSlot", true);
-        }
-        SlotKind::Dynamic { parent } => {
-            ad.insert_str("SlotType", "Dynamic");
-            ad.insert_bool("DynamicSlot", true);
-            ad.insert_bool("PartitionableSlot", false);
-            ad.insert_str("ParentSlotName", parent);
+/// The platform every simulated machine claims: `X86_64` `LINUX`, distribution unknown.
+pub fn simulated_platform() -> Platform {
+    Platform {
+        arch: "X86_64".into(),
+        opsys: "LINUX".into(),
+        opsys_and_ver: "LINUX0".into(),
+        opsys_legacy: "LINUX".into(),
+        opsys_name: "LINUX".into(),
+        opsys_long_name: "Unknown".into(),
+        opsys_major_ver: 0,
+        opsys_ver: 0,
+        utsname: Utsname::default(),
+    }
+}
+
+/// The slot's `Machine` ad in old ClassAd syntax, built by the startd's ad builder
+/// ([`crate::startd::ad::slot_ad`]) for a simulated machine: HTCondor's default policy
+/// (`Start` true, `Rank` 0, `SlotWeight` = `Cpus`), the platform of
+/// [`simulated_platform`], the state the claim core knows (`Unclaimed`/`Idle`, or
+/// `Claimed`/`Busy` with `RemoteUser`, `JobId`, `JobStart`... and Aerie's `ClaimTerm`) since
+/// the slot's last claim or release, and a load of 1.0 per running job (`LoadAvg`,
+/// `CondorLoadAvg`; the machine's `TotalLoadAvg` is its running jobs). A simulated machine has
+/// no keyboard: its ads carry no `KeyboardIdle` or `ConsoleIdle`. Nothing in the ad changes
+/// with the clock alone, so an unchanged slot re-advertised every update interval is
+/// recognised by the collector as unchanged. It carries the private `ClaimId`, which the
+/// collector keeps apart from what queries return.
+pub fn slot_ad(slot: &Slot, machine: &MachineSlots, ctx: &AdContext) -> String {
+    let spec = SlotSpec::plain(slot.id, slot.is_partitionable(), slot.total);
+    let facts = MachineFacts {
+        machine: slot.machine.clone(),
+        my_address: ctx.my_address.clone(),
+        uid_domain: ctx.domain.clone(),
+        filesystem_domain: ctx.domain.clone(),
+        platform: simulated_platform(),
+        total: machine.total,
+        detected: None,
+    };
+    let now = MachineNow {
+        total_slots: machine.slots,
+        total_load: machine.busy as f64,
+        total_condor_load: machine.busy as f64,
+    };
+    let policy = PolicyState::of_claim(slot);
+    let busy = policy.activity == "Busy";
+    let load = SlotLoad {
+        owner: 0.0,
+        condor: if busy { 1.0 } else { 0.0 },
+        keyboard_idle: None,
+        console_idle: None,
+    };
+    match ad::slot_ad(slot, &spec, &facts, &now, &policy, &load) {
+        Ok(ad) => ad.to_old_syntax(),
+        Err(e) => {
+            tracing::error!(slot = %slot.name, error = %e, "cannot build the slot ad");
+            String::new()
         }
     }
-    match &slot.running {
-        Some(j) if !slot.is_partitionable() => {
-            ad.insert_str("State", "Claimed");
-            ad.insert_str("Activity", "Busy");
-            ad.insert_str("RemoteUser", &j.user);
-            ad.insert_str("RemoteOwner", &j.user);
-            if j.grouped {
-                ad.insert_str("AccountingGroup", &j.submitter);
-            }
-            ad.insert_str("JobId", &j.job);
-            ad.insert_int("JobStart", j.start);
-            if let Some(l) = &j.concurrency_limits {
-                ad.insert_str("ConcurrencyLimits", l);
-            }
-            ad.insert_int("ClaimTerm", j.term as i64);
-        }
-        _ => {
-            ad.insert_str("State", "Unclaimed");
-            ad.insert_str("Activity", "Idle");
-        }
-    }
-    ad.insert_str("ClaimId", &slot.claim_id);
-    ad.to_old_syntax()
 }
 
 /// The `Submitter` ad of submitter `i` (`None` when there is no such submitter): `Name`
@@ -231,7 +222,7 @@ mod tests {
 
     #[test]
     fn static_pool_shape_and_claimed_slot_ad() {
-        let mut sd = Startd::new(1, "t");
+        let mut sd = Startd::new(1, "t", 500);
         build_slots(&mut sd, 6, 4, false, "sim", "pool.example");
         assert_eq!(sd.len(), 6);
         assert!(sd.slot("slot4@sim0.pool.example").is_some());
@@ -255,7 +246,8 @@ mod tests {
             carve: Resources::default(),
         })
         .unwrap();
-        let text = slot_ad(sd.slot("slot1@sim0.pool.example").unwrap(), &ctx());
+        let m = *sd.machine("sim0.pool.example").unwrap();
+        let text = slot_ad(sd.slot("slot1@sim0.pool.example").unwrap(), &m, &ctx());
         let ad = classad::parse_ad(&text).expect("slot ad parses");
         let s = |a: &str| ad.eval_attr(a).as_str().map(str::to_string);
         assert_eq!(s("State").as_deref(), Some("Claimed"));
@@ -269,18 +261,82 @@ mod tests {
         assert_eq!(ad.eval_attr("ClaimTerm").as_int(), Some(4));
         assert_eq!(ad.eval_attr("SlotWeight").as_int(), Some(1));
         assert_eq!(s("MyAddress").as_deref(), Some("<127.0.0.1:9>"));
+        // What cmctl status shows: the activity's start and the load.
+        assert_eq!(ad.eval_attr("EnteredCurrentActivity").as_int(), Some(1000));
+        assert_eq!(ad.eval_attr("LoadAvg").as_number(), Some(1.0));
+        assert_eq!(ad.eval_attr("TotalLoadAvg").as_number(), Some(1.0));
+        assert_eq!(ad.eval_attr("TotalCpus").as_number(), Some(4.0));
+        assert_eq!(ad.eval_attr("TotalSlots").as_int(), Some(4));
+        // An unclaimed slot entered its state when the startd started.
+        let text = slot_ad(sd.slot("slot2@sim0.pool.example").unwrap(), &m, &ctx());
+        let ad = classad::parse_ad(&text).unwrap();
+        assert_eq!(ad.eval_attr("EnteredCurrentState").as_int(), Some(500));
+        assert_eq!(ad.eval_attr("LoadAvg").as_number(), Some(0.0));
+        assert_eq!(ad.eval_attr("State").as_str(), Some("Unclaimed"));
     }
 
     #[test]
     fn partitionable_pool_has_one_slot_per_machine() {
-        let mut sd = Startd::new(1, "t");
+        let mut sd = Startd::new(1, "t", 500);
         build_slots(&mut sd, 10, 4, true, "sim", "d");
         assert_eq!(sd.len(), 3);
         let last = sd.slot("slot1@sim2.d").unwrap();
         assert_eq!(last.total.cpus, 2.0);
-        let ad = classad::parse_ad(&slot_ad(last, &ctx())).unwrap();
+        let m = *sd.machine("sim2.d").unwrap();
+        let ad = classad::parse_ad(&slot_ad(last, &m, &ctx())).unwrap();
         assert_eq!(ad.eval_attr("PartitionableSlot").as_bool(), Some(true));
         assert_eq!(ad.eval_attr("State").as_str(), Some("Unclaimed"));
+    }
+
+    #[test]
+    fn simulated_jobs_match_simulated_slots_until_a_partitionable_slot_is_full() {
+        // The slot ads now carry HTCondor's Requirements (START, and WithinResourceLimits on
+        // a partitionable slot): the simulator's own jobs must still match them both ways.
+        let users = vec!["alice".to_string()];
+        let mut ap = AccessPoint::new(&users, &[], "pool.example", vec![], 1);
+        ap.add_job(0);
+        let job = classad::parse_ad(&ap.idle_job_ads()[0]).unwrap();
+        let mut sd = Startd::new(1, "t", 0);
+        build_slots(&mut sd, 1, 1, false, "s", "d");
+        build_slots(&mut sd, 1, 1, true, "p", "d");
+        for (slot, machine) in [("slot1@s0.d", "s0.d"), ("slot1@p0.d", "p0.d")] {
+            let m = *sd.machine(machine).unwrap();
+            let ad = classad::parse_ad(&slot_ad(sd.slot(slot).unwrap(), &m, &ctx())).unwrap();
+            assert!(classad::symmetric_match(&ad, &job), "{slot} does not match");
+        }
+        // The partitionable slot's one core carved: nothing left to match.
+        let cid = sd.slot("slot1@p0.d").unwrap().claim_id.clone();
+        sd.request_claim(ClaimSpec {
+            slot: "slot1@p0.d".into(),
+            claim_id: cid,
+            term: 1,
+            job: RunningJob {
+                job: "1.0".into(),
+                submitter: "alice@pool.example".into(),
+                user: "alice@pool.example".into(),
+                grouped: false,
+                concurrency_limits: None,
+                term: 1,
+                cycle: 1,
+                start: 5,
+            },
+            carve: Resources {
+                cpus: 1.0,
+                memory: 512.0,
+                disk: 1024.0,
+            },
+        })
+        .unwrap();
+        let m = *sd.machine("p0.d").unwrap();
+        assert_eq!((m.slots, m.busy), (2, 1));
+        let ad = classad::parse_ad(&slot_ad(sd.slot("slot1@p0.d").unwrap(), &m, &ctx())).unwrap();
+        assert!(!classad::symmetric_match(&ad, &job));
+        assert_eq!(ad.eval_attr("TotalSlots").as_int(), Some(2));
+        let d = classad::parse_ad(&slot_ad(sd.slot("slot1_1@p0.d").unwrap(), &m, &ctx())).unwrap();
+        assert_eq!(d.eval_attr("EnteredCurrentActivity").as_int(), Some(5));
+        assert_eq!(d.eval_attr("ParentSlotName").as_str(), Some("slot1@p0.d"));
+        assert_eq!(d.eval_attr("DSlotId").as_int(), Some(1));
+        assert_eq!(d.eval_attr("SlotType").as_str(), Some("Dynamic"));
     }
 
     #[test]

@@ -252,7 +252,7 @@ impl Sim {
     /// Startd.ReleaseClaim: frees the slot (a fresh capability; a dynamic slot disappears).
     pub fn release(&self, req: &pb::ReleaseRequest) -> pb::ReleaseReply {
         let mut st = self.lock();
-        match st.startd.release(&req.slot, &req.claim_id) {
+        match st.startd.release(&req.slot, &req.claim_id, now_secs()) {
             Ok(r) => {
                 st.stats.releases += 1;
                 let mut refs = Vec::new();
@@ -492,7 +492,14 @@ impl Sim {
         let (slots, mut ads) = {
             let mut st = self.lock();
             st.dirty.clear();
-            let slots: Vec<crate::startd::Slot> = st.startd.slots().cloned().collect();
+            let slots: Vec<(crate::startd::Slot, crate::startd::MachineSlots)> = st
+                .startd
+                .slots()
+                .map(|s| {
+                    let m = st.startd.machine(&s.machine).copied().unwrap_or_default();
+                    (s.clone(), m)
+                })
+                .collect();
             let mut ads = Vec::with_capacity(slots.len() + st.ap.submitters().len() + 1);
             for i in 0..st.ap.submitters().len() {
                 if let Some(a) = pool::submitter_ad(&st.ap, i, &self.ctx) {
@@ -502,7 +509,7 @@ impl Sim {
             ads.push(pool::scheduler_ad(&st.ap, &self.ctx));
             (slots, ads)
         };
-        ads.extend(slots.iter().map(|s| pool::slot_ad(s, &self.ctx)));
+        ads.extend(slots.iter().map(|(s, m)| pool::slot_ad(s, m, &self.ctx)));
         ads
     }
 
@@ -514,7 +521,10 @@ impl Sim {
         let ads = dirty
             .iter()
             .filter_map(|r| match r {
-                AdRef::Slot(n) => st.startd.slot(n).map(|s| pool::slot_ad(s, &self.ctx)),
+                AdRef::Slot(n) => st.startd.slot(n).map(|s| {
+                    let m = st.startd.machine(&s.machine).copied().unwrap_or_default();
+                    pool::slot_ad(s, &m, &self.ctx)
+                }),
                 AdRef::Submitter(i) => pool::submitter_ad(&st.ap, *i, &self.ctx),
                 AdRef::Scheduler => Some(pool::scheduler_ad(&st.ap, &self.ctx)),
             })

@@ -30,7 +30,8 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
         schedd_name: format!("{}-ap.{}", args.prefix, args.domain),
     };
 
-    let mut startd = Startd::new(args.seed, &listen);
+    let now = (now_ms() / 1000) as i64;
+    let mut startd = Startd::new(args.seed, &listen, now);
     pool::build_slots(
         &mut startd,
         args.slots,
@@ -46,7 +47,6 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
         args.limits.clone(),
         args.seed,
     );
-    let now = (now_ms() / 1000) as i64;
     for _ in 0..args.jobs {
         ap.add_job(now);
     }

@@ -16,7 +16,7 @@ fn sim_with_one_idle_job() -> std::sync::Arc<Sim> {
     let mut ap = AccessPoint::new(&["alice".to_string()], &[], "pool", Vec::new(), 1);
     ap.add_job(0);
     let state = State {
-        startd: Startd::new(1, "127.0.0.1:1"),
+        startd: Startd::new(1, "127.0.0.1:1", 0),
         ap,
         dirty: BTreeSet::new(),
         removed: Vec::new(),

@@ -122,6 +122,14 @@ impl Cluster {
                 TEST_ELECTION_TIMEOUT.into(),
             ));
         }
+        // How a cluster formed is logged at debug level; a test that fails on a missing
+        // leader then shows each CM's view of the bootstrap.
+        if !c.env.iter().any(|(k, _)| k == "AERIE_LOG") {
+            c.env.push((
+                "AERIE_LOG".into(),
+                "warn,aerie_cm=info,aerie_cm::raft::bootstrap=debug".into(),
+            ));
+        }
         let addrs: BTreeMap<u64, String> = (1..=n)
             .map(|id| (id, format!("127.0.0.1:{}", free_port())))
             .collect();

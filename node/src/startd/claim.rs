@@ -1,9 +1,10 @@
-//! The startd core: which slots exist, which are claimed by whom, and the rules a claim must
-//! pass. Pure (no I/O, no clock: time is passed in; claim ids come from a seeded generator),
-//! so the rules are unit-tested directly and the gRPC `Startd` service and the in-process
-//! access point share them.
+//! The claim core: which slots exist, which are claimed by whom, and the rules a claim must
+//! pass (HTCondor's `src/condor_startd.V6/claim.cpp` and `command.cpp`, plus Aerie's term
+//! fence). Pure (no I/O, no clock: time is passed in; claim ids come from a seeded
+//! generator), so the rules are unit-tested directly and the gRPC `Startd` service and the
+//! in-process access point share them.
 //!
-//! The rules, as in HTCondor's startd plus Aerie's term fence:
+//! The rules:
 //! * a claim must present the slot's current `ClaimId` (the capability the collector hands
 //!   only to the winner of a match); the id is renewed after every release, so a grant for
 //!   an earlier idle period of the slot is useless;
@@ -117,6 +118,8 @@ pub struct Slot {
     pub machine: String,
     /// The slot's `SlotID` (the N of slotN@...); a dynamic slot keeps its parent's.
     pub id: u32,
+    /// The slot's `SlotTypeID` (the N of `SLOT_TYPE_<N>`); a dynamic slot keeps its parent's.
+    pub type_id: u32,
     /// Static, partitionable or dynamic.
     pub kind: SlotKind,
     /// What the slot holds (`TotalSlotCpus`, `TotalSlotMemory`, `TotalSlotDisk`): for a
@@ -135,6 +138,9 @@ pub struct Slot {
     /// The job the slot runs, when claimed. Always `None` on a partitionable slot (its jobs
     /// run in its dynamic slots).
     pub running: Option<RunningJob>,
+    /// When the slot was last claimed or released (created, for a slot never claimed), Unix
+    /// seconds: what the claim core alone knows of `EnteredCurrentState`.
+    pub entered: i64,
 }
 
 impl Slot {
@@ -260,18 +266,36 @@ pub struct Released {
 /// claims on them and the generator of their claim ids.
 pub struct Startd {
     slots: BTreeMap<String, Slot>,
+    machines: BTreeMap<String, MachineSlots>,
     rng: StdRng,
     /// Put into claim ids, so ids from different simulators never collide.
     tag: String,
+    /// When the startd started (Unix seconds): when its slots entered their first state.
+    started: i64,
+}
+
+/// What the slots of one machine add up to, kept as claims come and go so an ad can show
+/// `TotalSlots` and the load without walking every slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MachineSlots {
+    /// The static and partitionable slots' shares added up (`TotalCpus`...).
+    pub total: Resources,
+    /// Slots now, dynamic ones included (`TotalSlots`).
+    pub slots: usize,
+    /// Slots running a job now.
+    pub busy: usize,
 }
 
 impl Startd {
-    /// An empty startd; `tag` (e.g. the listen address) is part of every claim id.
-    pub fn new(seed: u64, tag: &str) -> Startd {
+    /// An empty startd started at `now` (Unix seconds); `tag` (e.g. the listen address) is
+    /// part of every claim id.
+    pub fn new(seed: u64, tag: &str, now: i64) -> Startd {
         Startd {
             slots: BTreeMap::new(),
+            machines: BTreeMap::new(),
             rng: StdRng::seed_from_u64(seed ^ 0x5eed_c1a1),
             tag: tag.to_string(),
+            started: now,
         }
     }
 
@@ -279,41 +303,63 @@ impl Startd {
         format!("<{}>#{:016x}", self.tag, self.rng.gen::<u64>())
     }
 
-    /// Adds a static slot `slot<id>@<machine>`.
+    /// Adds a static slot `slot<id>@<machine>` of slot type 0.
     pub fn add_static(&mut self, machine: &str, id: u32, total: Resources) {
-        self.add(
-            machine,
-            id,
-            format!("slot{id}@{machine}"),
-            SlotKind::Static,
-            total,
-        )
+        self.add(machine, id, 0, SlotKind::Static, total)
     }
 
-    /// Adds a partitionable slot `slot<id>@<machine>` holding `total`.
+    /// Adds a partitionable slot `slot<id>@<machine>` of slot type 0 holding `total`.
     pub fn add_partitionable(&mut self, machine: &str, id: u32, total: Resources) {
         let kind = SlotKind::Partitionable {
             free: total,
             next_dynamic: 1,
         };
-        self.add(machine, id, format!("slot{id}@{machine}"), kind, total)
+        self.add(machine, id, 0, kind, total)
     }
 
-    fn add(&mut self, machine: &str, id: u32, name: String, kind: SlotKind, total: Resources) {
+    /// Adds the slot a layout describes (`super::layout::layout`).
+    pub fn add_slot(&mut self, machine: &str, spec: &super::layout::SlotSpec) {
+        let kind = if spec.partitionable {
+            SlotKind::Partitionable {
+                free: spec.resources,
+                next_dynamic: 1,
+            }
+        } else {
+            SlotKind::Static
+        };
+        self.add(machine, spec.id, spec.type_id, kind, spec.resources)
+    }
+
+    fn add(&mut self, machine: &str, id: u32, type_id: u32, kind: SlotKind, total: Resources) {
+        let name = format!("slot{id}@{machine}");
         let claim_id = self.new_claim_id();
+        let m = self.machines.entry(machine.to_string()).or_default();
+        m.total = m.total.plus(&total);
+        m.slots += 1;
         self.slots.insert(
             name.clone(),
             Slot {
                 name,
                 machine: machine.to_string(),
                 id,
+                type_id,
                 kind,
                 total,
                 claim_id,
                 newest_term: 0,
                 running: None,
+                entered: self.started,
             },
         );
+    }
+
+    /// What the slots of `machine` add up to now.
+    pub fn machine(&self, machine: &str) -> Option<&MachineSlots> {
+        self.machines.get(machine)
+    }
+
+    fn machine_mut(&mut self, machine: &str) -> &mut MachineSlots {
+        self.machines.entry(machine.to_string()).or_default()
     }
 
     /// The slot named `name` (its `Name`), if it exists.
@@ -362,12 +408,16 @@ impl Startd {
                 if let Some(r) = &slot.running {
                     return Err(Refusal::AlreadyClaimed { by: r.job.clone() });
                 }
+                slot.entered = req.job.start;
                 slot.running = Some(req.job);
-                Ok(Claimed {
+                let claimed = Claimed {
                     slot: slot.name.clone(),
                     claim_id: slot.claim_id.clone(),
                     parent: None,
-                })
+                };
+                let machine = slot.machine.clone();
+                self.machine_mut(&machine).busy += 1;
+                Ok(claimed)
             }
             SlotKind::Partitionable { free, next_dynamic } => {
                 let want = req.carve;
@@ -379,22 +429,27 @@ impl Startd {
                 *next_dynamic += 1;
                 let parent = slot.name.clone();
                 let machine = slot.machine.clone();
-                let id = slot.id;
+                let (id, type_id) = (slot.id, slot.type_id);
                 let term = slot.newest_term;
                 let name = format!("slot{id}_{k}@{machine}");
                 let claim_id = self.new_claim_id();
+                let m = self.machine_mut(&machine);
+                m.slots += 1;
+                m.busy += 1;
                 self.slots.insert(
                     name.clone(),
                     Slot {
                         name: name.clone(),
                         machine,
                         id,
+                        type_id,
                         kind: SlotKind::Dynamic {
                             parent: parent.clone(),
                         },
                         total: want,
                         claim_id: claim_id.clone(),
                         newest_term: term,
+                        entered: req.job.start,
                         running: Some(req.job),
                     },
                 );
@@ -408,9 +463,10 @@ impl Startd {
         }
     }
 
-    /// Releases the claim `claim_id` holds on `slot`: a static slot gets a fresh capability
-    /// and is free again; a dynamic slot disappears and its resources return to its parent.
-    pub fn release(&mut self, slot: &str, claim_id: &str) -> Result<Released, String> {
+    /// Releases the claim `claim_id` holds on `slot` at `now` (Unix seconds): a static slot
+    /// gets a fresh capability and is free again; a dynamic slot disappears and its resources
+    /// return to its parent.
+    pub fn release(&mut self, slot: &str, claim_id: &str, now: i64) -> Result<Released, String> {
         let s = self
             .slots
             .get(slot)
@@ -430,6 +486,9 @@ impl Startd {
                     .ok_or_else(|| format!("no slot {slot:?}"))?;
                 let job = s.running.take().ok_or("not claimed")?;
                 s.claim_id = fresh;
+                s.entered = now;
+                let machine = s.machine.clone();
+                self.machine_mut(&machine).busy -= 1;
                 Ok(Released {
                     job,
                     removed: false,
@@ -446,6 +505,9 @@ impl Startd {
                         *free = free.plus(&d.total);
                     }
                 }
+                let m = self.machine_mut(&d.machine);
+                m.slots -= 1;
+                m.busy -= 1;
                 Ok(Released {
                     job: d.running.ok_or("not claimed")?,
                     removed: true,
@@ -506,7 +568,7 @@ mod tests {
     }
 
     fn one_static() -> Startd {
-        let mut sd = Startd::new(1, "127.0.0.1:1");
+        let mut sd = Startd::new(1, "127.0.0.1:1", 0);
         sd.add_static("m1", 1, res(1.0, 2048.0));
         sd
     }
@@ -523,7 +585,7 @@ mod tests {
                 by: "1.0".to_string()
             })
         );
-        sd.release("slot1@m1", &first.claim_id).unwrap();
+        sd.release("slot1@m1", &first.claim_id, 10).unwrap();
         // Free again, under a new capability.
         assert_ne!(sd.slot("slot1@m1").unwrap().claim_id, first.claim_id);
         assert!(sd.request_claim(spec(&sd, "slot1@m1", 1, "2.0")).is_ok());
@@ -536,12 +598,12 @@ mod tests {
         s.claim_id = "forged".into();
         assert_eq!(sd.request_claim(s), Err(Refusal::BadClaimId));
         let c = sd.request_claim(spec(&sd, "slot1@m1", 1, "1.0")).unwrap();
-        sd.release("slot1@m1", &c.claim_id).unwrap();
+        sd.release("slot1@m1", &c.claim_id, 10).unwrap();
         // The capability of the finished claim no longer works.
         let mut old = spec(&sd, "slot1@m1", 1, "2.0");
         old.claim_id = c.claim_id.clone();
         assert_eq!(sd.request_claim(old), Err(Refusal::BadClaimId));
-        assert!(sd.release("slot1@m1", &c.claim_id).is_err());
+        assert!(sd.release("slot1@m1", &c.claim_id, 10).is_err());
         let mut other = spec(&sd, "slot1@m1", 1, "2.0");
         other.slot = "nope@m1".into();
         assert_eq!(sd.request_claim(other), Err(Refusal::NoSuchSlot));
@@ -551,7 +613,7 @@ mod tests {
     fn an_older_term_than_one_seen_is_refused() {
         let mut sd = one_static();
         let c = sd.request_claim(spec(&sd, "slot1@m1", 5, "1.0")).unwrap();
-        sd.release("slot1@m1", &c.claim_id).unwrap();
+        sd.release("slot1@m1", &c.claim_id, 10).unwrap();
         assert_eq!(
             sd.request_claim(spec(&sd, "slot1@m1", 4, "2.0")),
             Err(Refusal::StaleTerm { term: 4, newest: 5 })
@@ -569,7 +631,7 @@ mod tests {
             sd.request_claim(spec(&sd, "slot1@m1", 7, "2.0")),
             Err(Refusal::AlreadyClaimed { .. })
         ));
-        sd.release("slot1@m1", &c.claim_id).unwrap();
+        sd.release("slot1@m1", &c.claim_id, 10).unwrap();
         assert_eq!(
             sd.request_claim(spec(&sd, "slot1@m1", 2, "3.0")),
             Err(Refusal::StaleTerm { term: 2, newest: 7 })
@@ -587,7 +649,7 @@ mod tests {
 
     #[test]
     fn partitionable_slots_carve_dynamic_slots_until_full() {
-        let mut sd = Startd::new(1, "t");
+        let mut sd = Startd::new(1, "t", 0);
         sd.add_partitionable(
             "m1",
             1,
@@ -612,14 +674,14 @@ mod tests {
             sd.request_claim(spec(&sd, "slot1_1@m1", 1, "3.0")),
             Err(Refusal::NotClaimable)
         );
-        let r = sd.release(&a.slot, &a.claim_id).unwrap();
+        let r = sd.release(&a.slot, &a.claim_id, 10).unwrap();
         assert!(r.removed);
         assert!(sd.slot("slot1_1@m1").is_none());
         assert_eq!(sd.slot("slot1@m1").unwrap().advertised().cpus, 1.0);
         let c = sd.request_claim(spec(&sd, "slot1@m1", 1, "3.0")).unwrap();
         assert_eq!(c.slot, "slot1_3@m1");
         // The partitionable slot fences terms for all its children.
-        assert!(sd.release(&b.slot, &b.claim_id).is_ok());
+        assert!(sd.release(&b.slot, &b.claim_id, 10).is_ok());
         assert!(sd.request_claim(spec(&sd, "slot1@m1", 3, "4.0")).is_ok());
         assert!(matches!(
             sd.request_claim(spec(&sd, "slot1@m1", 2, "5.0")),
@@ -630,7 +692,7 @@ mod tests {
     #[test]
     fn claim_ids_are_deterministic_per_seed_and_distinct() {
         let mk = || {
-            let mut sd = Startd::new(9, "t");
+            let mut sd = Startd::new(9, "t", 0);
             for i in 1..=4 {
                 sd.add_static("m", i, res(1.0, 1.0));
             }
