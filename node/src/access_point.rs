@@ -301,6 +301,9 @@ impl AccessPoint {
         if let Some(j) = self.jobs.get_mut(&id) {
             j.state = JobState::Claiming;
         }
+        // Taking a grant of this term fences out older terms at once, whether or not its
+        // claim succeeds: a leader of this term exists, so older ones are deposed.
+        self.newest_term = self.newest_term.max(term);
         Ok(ticket)
     }
 
