@@ -194,6 +194,14 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// A valid ClassAd attribute name: a letter or `_`, then letters, digits and `_`.
+fn is_attr_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
 /// An integer the way condor_submit's `string_is_long_param` reads one: a ClassAd expression
 /// of constants that evaluates to an integer.
 pub(crate) fn parse_long(s: &str) -> Option<i64> {
@@ -767,12 +775,14 @@ impl<'a> B<'a> {
                     .map(str::to_string)
                     .collect();
                 for l in &list {
-                    let (name, inc) = match l.split_once(':') {
-                        Some((n, i)) => (n, Some(i)),
-                        None => (l.as_str(), None),
+                    // name[.sub][:increment]; the increment is not checked (NegotiationUtils.cpp
+                    // `ParseConcurrencyLimit`)
+                    let name = l.split(':').next().unwrap_or("");
+                    let valid = match name.split_once('.') {
+                        Some((head, sub)) => is_attr_name(head) && is_attr_name(sub),
+                        None => is_attr_name(name),
                     };
-                    let inc_ok = inc.is_none_or(|i| i.parse::<f64>().is_ok_and(|x| x > 0.0));
-                    if !aerie_config::concurrency_limit_name_is_valid(name) || !inc_ok {
+                    if !valid {
                         return Err(self.err(&at, format!("Invalid concurrency limit '{l}'")));
                     }
                 }
@@ -1181,13 +1191,11 @@ impl<'a> B<'a> {
 }
 
 /// Wraps an expression in parentheses when it would not stay whole on the right of `||`
-/// (`WrapExprTreeInParensForOp`).
+/// (`WrapExprTreeInParensForOp`): only the conditional operator binds looser.
 fn wrap_for_or(e: &Expr) -> String {
-    let text = e.to_string();
     match e {
-        Expr::Binary(classad::BinOp::Or, ..) => text,
-        Expr::Binary(..) | Expr::Cond(..) => format!("({text})"),
-        _ => text,
+        Expr::Cond(..) => format!("({e})"),
+        _ => e.to_string(),
     }
 }
 

@@ -154,7 +154,9 @@ pub fn submit(
                         ads.push(ad);
                     }
                 }
-                macros.set_loop_vars(&[]);
+                if q.mode != queue::Mode::Count {
+                    macros.end_queue(&q.vars);
+                }
             }
         }
     }

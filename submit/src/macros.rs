@@ -108,12 +108,19 @@ impl Macros {
         Ok(())
     }
 
-    /// Sets the loop variables of a queue statement's current item (replacing the previous
-    /// item's).
+    /// Sets the loop variables of a queue statement's current item.
     pub fn set_loop_vars(&mut self, vars: &[(String, String)]) {
-        self.loop_vars.clear();
         for (k, v) in vars {
             self.loop_vars.insert(k.to_ascii_lowercase(), v.clone());
+        }
+    }
+
+    /// Ends a queue statement: its loop variables keep the value `<Queue_item>` for the rest
+    /// of the file, as condor_submit's `cleanup_vars` leaves them.
+    pub fn end_queue(&mut self, vars: &[String]) {
+        for v in vars {
+            self.loop_vars
+                .insert(v.to_ascii_lowercase(), "<Queue_item>".into());
         }
     }
 

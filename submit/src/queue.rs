@@ -6,7 +6,8 @@
 //! - `N` (any ClassAd expression of an integer, default 1) jobs per item;
 //! - `in`: the items are the words of the list (split on commas and whitespace);
 //! - `from`: one item per line, of an inline list in parentheses or of a file;
-//! - `matching`: the files (and directories, unless `files`) matching glob patterns, sorted;
+//! - `matching`: the files (and directories, unless `files`; a directory ends in `/`)
+//!   matching glob patterns, sorted;
 //! - with several variables, an item is split on commas and whitespace, the last variable
 //!   taking the rest; without any, the variable is `Item`.
 //!
@@ -315,9 +316,10 @@ pub fn items(q: &Queue, cwd: &Path, host: &dyn Host) -> Result<Vec<String>, Stri
             let text = host
                 .read_file(&path)
                 .map_err(|e| format!("cannot read the queue items from {}: {e}", path.display()))?;
+            // every non-blank line is an item, `#` lines too, as condor_submit reads them
             text.lines()
                 .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .filter(|l| !l.is_empty())
                 .map(str::to_string)
                 .collect()
         }
@@ -339,7 +341,7 @@ pub fn items(q: &Queue, cwd: &Path, host: &dyn Host) -> Result<Vec<String>, Stri
                         MatchKind::Dirs => e.is_dir,
                     })
                     .filter(|e| wildcard(file_pat.as_bytes(), e.name.as_bytes()))
-                    .map(|e| format!("{dir}{}", e.name))
+                    .map(|e| format!("{dir}{}{}", e.name, if e.is_dir { "/" } else { "" }))
                     .collect();
                 found.sort();
                 for f in found {

@@ -115,6 +115,16 @@ impl Scratch {
             ),
         )
         .unwrap();
+        // the files the submit files read (queue ... from items.txt)
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(name);
+        for e in std::fs::read_dir(&src).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "txt") {
+                std::fs::copy(&p, host_base.join("files").join(p.file_name().unwrap())).unwrap();
+            }
+        }
         Scratch {
             root,
             dir: format!("{base}/files"),
