@@ -127,7 +127,7 @@ pub fn submit(
                     ),
                 };
                 let q = queue::parse(&expanded, body.as_deref(), &job::parse_long)
-                    .map_err(|m| at.error(file, format!("invalid queue statement: {m}")))?;
+                    .map_err(|m| at.error(file, m))?;
                 let items = queue::items(&q, &who.cwd, host).map_err(|m| at.error(file, m))?;
                 for (row, item) in items.iter().enumerate() {
                     if q.mode != queue::Mode::Count {
