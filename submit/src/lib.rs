@@ -165,3 +165,143 @@ pub fn submit(
         ads,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! Behaviour that matters, without the reference (tests/differential.rs compares every
+    //! attribute against the real condor_submit).
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// A machine where every path exists as a small file and every directory is empty.
+    struct FakeHost;
+
+    impl Host for FakeHost {
+        fn getenv(&self, name: &str) -> Option<String> {
+            (name == "WHO").then(|| "tester".to_string())
+        }
+        fn environment(&self) -> Vec<(String, String)> {
+            vec![("WHO".into(), "tester".into())]
+        }
+        fn read_file(&self, _: &Path) -> std::io::Result<String> {
+            Ok("a 1\nb 2\n".into())
+        }
+        fn file_size(&self, _: &Path) -> Option<u64> {
+            Some(2048)
+        }
+        fn is_dir(&self, _: &Path) -> bool {
+            true
+        }
+        fn exists(&self, _: &Path) -> bool {
+            true
+        }
+        fn list_dir(&self, _: &Path) -> std::io::Result<Vec<DirEntry>> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn run(text: &str) -> Result<Vec<ClassAd>, SubmitError> {
+        let who = Submitter {
+            user: "alice".into(),
+            cwd: PathBuf::from("/home/alice"),
+            submit_file: "job.sub".into(),
+            now: 1_800_000_000,
+            cluster: 7,
+        };
+        submit("job.sub", text, &who, &Settings::default(), &FakeHost).map(|s| s.ads)
+    }
+
+    fn get(ad: &ClassAd, attr: &str) -> String {
+        ad.lookup(attr)
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "(absent)".into())
+    }
+
+    #[test]
+    fn old_arguments_give_args_and_new_ones_arguments() {
+        let ads =
+            run("executable = prog\narguments = a b\nqueue\narguments = \"a 'b c'\"\nqueue\n")
+                .unwrap();
+        assert_eq!(get(&ads[0], "Cmd"), "\"/home/alice/prog\"");
+        assert_eq!(get(&ads[0], "Args"), "\"a b\"");
+        assert_eq!(get(&ads[1], "Arguments"), "\"a b' 'c\"");
+    }
+
+    #[test]
+    fn a_later_job_keeps_what_it_does_not_reassign_from_the_first() {
+        let ads = run(
+            "executable = x\nnice_user = true\nqueue\nnice_user = false\npriority = 3\nqueue\n",
+        )
+        .unwrap();
+        for ad in &ads {
+            assert_eq!(get(ad, "AccountingGroup"), "\"nice-user.alice\"");
+            assert_eq!(get(ad, "MaxJobRetirementTime"), "0");
+        }
+        assert_eq!(
+            (get(&ads[0], "JobPrio"), get(&ads[1], "JobPrio")),
+            ("0".into(), "3".into())
+        );
+        assert_eq!(
+            (get(&ads[1], "ProcId"), get(&ads[1], "ClusterId")),
+            ("1".into(), "7".into())
+        );
+    }
+
+    #[test]
+    fn requests_with_units_and_the_requirements_clauses_they_add() {
+        let ads = run(
+            "executable = x\nrequest_memory = 1024K\nrequest_disk = 2G\nrequest_cpus = 2\nqueue\n",
+        )
+        .unwrap();
+        assert_eq!(get(&ads[0], "RequestMemory"), "1");
+        assert_eq!(get(&ads[0], "RequestDisk"), "2097152");
+        let req = get(&ads[0], "Requirements");
+        assert!(req.contains("TARGET.Cpus >= RequestCpus"), "{req}");
+        assert!(
+            !req.contains("TARGET.Memory"),
+            "a request of 1 MiB adds no memory clause: {req}"
+        );
+        assert!(req.contains("TARGET.HasFileTransfer"), "{req}");
+    }
+
+    #[test]
+    fn cron_jobs_get_deferral_defaults_and_clauses() {
+        let ads = run("executable = x\ncron_minute = 0\nqueue\n").unwrap();
+        assert_eq!(get(&ads[0], "CronMinute"), "\"0\"");
+        assert_eq!(get(&ads[0], "DeferralWindow"), "0");
+        assert_eq!(get(&ads[0], "DeferralPrepTime"), "300");
+        assert_eq!(get(&ads[0], "ScheddInterval"), "300");
+        assert!(get(&ads[0], "Requirements").contains("TARGET.HasJobDeferral"));
+    }
+
+    #[test]
+    fn queue_variables_rows_and_steps() {
+        let ads = run("executable = x\narguments = $(v) $(Row) $(Step) $(Process) $ENV(WHO)\nqueue 2 v in (p, q)\n").unwrap();
+        let args: Vec<String> = ads.iter().map(|a| get(a, "Args")).collect();
+        assert_eq!(
+            args,
+            [
+                "\"p 0 0 0 tester\"",
+                "\"p 0 1 1 tester\"",
+                "\"q 1 0 2 tester\"",
+                "\"q 1 1 3 tester\""
+            ]
+        );
+        let ads = run("executable = x\narguments = $(n)-$(m)\nqueue n m from list.txt\n").unwrap();
+        assert_eq!(get(&ads[1], "Args"), "\"b-2\"");
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_command() {
+        let e = run("executable = x\n\nrequest_memory = 12Q\nqueue\n").unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.line, e.command.as_str()),
+            ("job.sub", 3, "request_memory")
+        );
+        let e = run("executable = x\nuniverse = docker\nqueue\n").unwrap_err();
+        assert_eq!((e.line, e.command.as_str()), (2, "universe"));
+        assert!(e.message.contains("only the vanilla universe"), "{e}");
+        let e = run("arguments = x\nqueue\n").unwrap_err();
+        assert_eq!((e.line, e.command.as_str()), (2, "queue"));
+    }
+}
