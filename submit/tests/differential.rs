@@ -52,9 +52,12 @@ fn root() -> PathBuf {
     root
 }
 
-/// The chroot as a [`Host`]: absolute paths are the chroot's.
+/// The chroot as a [`Host`]: absolute paths are the chroot's, and the environment is the one
+/// condor_submit runs with (see `Scratch::condor_submit`: `env -i`, then `sh` adds `PWD` and
+/// `OLDPWD`).
 struct ChrootHost {
     root: PathBuf,
+    env: Vec<(String, String)>,
 }
 
 impl ChrootHost {
@@ -71,10 +74,7 @@ impl Host for ChrootHost {
             .map(|(_, v)| v)
     }
     fn environment(&self) -> Vec<(String, String)> {
-        vec![
-            ("PATH".into(), "/usr/bin:/bin".into()),
-            (TEST_VAR.0.into(), TEST_VAR.1.into()),
-        ]
+        self.env.clone()
     }
     fn read_file(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(self.map(path))
@@ -131,6 +131,11 @@ impl Scratch {
         }
     }
 
+    /// The reference's configuration file, as condor_submit sees it.
+    fn config(&self) -> String {
+        format!("{}/condor_config", self.dir.trim_end_matches("/files"))
+    }
+
     fn settings(&self) -> Settings {
         Settings {
             filesystem_domain: "ref.test".into(),
@@ -181,15 +186,17 @@ impl Scratch {
             now,
             cluster: 1,
         };
-        submit(
-            name,
-            text,
-            &who,
-            &self.settings(),
-            &ChrootHost {
-                root: self.root.clone(),
-            },
-        )
+        let host = ChrootHost {
+            root: self.root.clone(),
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                (TEST_VAR.0.into(), TEST_VAR.1.into()),
+                ("CONDOR_CONFIG".into(), self.config()),
+                ("PWD".into(), self.dir.clone()),
+                ("OLDPWD".into(), "/".into()),
+            ],
+        };
+        submit(name, text, &who, &self.settings(), &host)
     }
 }
 
