@@ -74,14 +74,62 @@ fn user() -> String {
     uid.to_string()
 }
 
-fn settings() -> anyhow::Result<Settings> {
-    let Ok(path) = aerie_config::default_config_path() else {
-        return Ok(Settings::default());
+/// `$(OPSYSANDVER)`, `$(OPSYSVER)`, `$(OPSYSMAJORVER)` as HTCondor derives them from
+/// /etc/os-release (`ID=debian`, `VERSION_ID="12"` give `Debian12`, `1200`, `12`).
+fn os_release(text: &str) -> Option<(String, String, String)> {
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(|v| v.trim().trim_matches('"').to_string())
     };
-    let opts = aerie_config::LoadOptions::for_subsystem("SUBMIT");
-    let cfg = aerie_config::Config::load(&path, &opts)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Settings::from_config(&cfg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    let id = field("ID")?;
+    let version = field("VERSION_ID")?;
+    let mut parts = version.split('.');
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    let mut name = id.clone();
+    if let Some(first) = name.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    Some((
+        format!("{name}{major}"),
+        (major * 100 + minor).to_string(),
+        major.to_string(),
+    ))
+}
+
+/// The settings of this machine: the configuration's knobs when there is a configuration
+/// file, this machine's architecture and OS version, and its host name as the file system
+/// domain unless one is configured (HTCondor's default `FILESYSTEM_DOMAIN` is the host name).
+fn settings() -> anyhow::Result<Settings> {
+    let mut s = match aerie_config::default_config_path() {
+        Ok(path) => {
+            let opts = aerie_config::LoadOptions::for_subsystem("SUBMIT");
+            let cfg = aerie_config::Config::load(&path, &opts)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Settings::from_config(&cfg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        Err(_) => Settings::default(),
+    };
+    s.arch = match std::env::consts::ARCH {
+        "x86_64" => "X86_64".into(),
+        "x86" => "INTEL".into(),
+        other => other.to_string(),
+    };
+    if let Some((and_ver, ver, major)) = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| os_release(&t))
+    {
+        s.opsys_and_ver = and_ver;
+        s.opsys_ver = ver;
+        s.opsys_major_ver = major;
+    }
+    if s.filesystem_domain.is_empty() {
+        if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            s.filesystem_domain = h.trim().to_string();
+        }
+    }
+    Ok(s)
 }
 
 /// What `-dry-run` prints for a submission.
@@ -144,6 +192,21 @@ mod tests {
 
     fn strs(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn os_release_gives_the_opsys_version_macros() {
+        let debian = "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nVERSION_ID=\"13\"\nID=debian\n";
+        assert_eq!(
+            os_release(debian),
+            Some(("Debian13".into(), "1300".into(), "13".into()))
+        );
+        let rocky = "ID=\"rocky\"\nVERSION_ID=\"9.4\"\n";
+        assert_eq!(
+            os_release(rocky),
+            Some(("Rocky9".into(), "904".into(), "9".into()))
+        );
+        assert_eq!(os_release("NAME=x\n"), None);
     }
 
     #[test]

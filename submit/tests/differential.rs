@@ -14,7 +14,9 @@
 //! - `CondorVersion`, `CondorPlatform`: they name the software that built the ad (Aerie
 //!   writes its own version, see `Settings::default`).
 //!
-//! Without the reference every test here fails and says how to install it.
+//! `condor_submit -dry-run` talks to no schedd, so these tests need no running reference pool
+//! (and take no pool lock). Without the reference every test here fails and says how to
+//! install it.
 use aerie_submit::{submit, DirEntry, Host, Settings, Submitter};
 use classad::ClassAd;
 use std::collections::BTreeMap;
@@ -137,7 +139,11 @@ impl Scratch {
     }
 
     fn settings(&self) -> Settings {
+        // the chroot is Debian 13 (trixie)
         Settings {
+            opsys_and_ver: "Debian13".into(),
+            opsys_ver: "1300".into(),
+            opsys_major_ver: "13".into(),
             filesystem_domain: "ref.test".into(),
             spool: format!("{}/spool", self.dir.trim_end_matches("/files")),
             ..Settings::default()
@@ -268,10 +274,23 @@ fn recording() -> bool {
     std::env::var("AERIE_SUBMIT_RECORD").is_ok_and(|v| v == "1")
 }
 
-/// Drops the lines that change with every run (the submit time) from a recorded output.
+/// A recorded output without what changes with every run: the submit time (the `QDate` and
+/// `EnteredCurrentStatus` lines, and the time wherever `$(SUBMIT_TIME)` put it).
 fn stable(out: &str) -> String {
+    let qdate = out
+        .lines()
+        .find_map(|l| l.strip_prefix("QDate="))
+        .unwrap_or("")
+        .to_string();
     out.lines()
         .filter(|l| !l.starts_with("QDate=") && !l.starts_with("EnteredCurrentStatus="))
+        .map(|l| {
+            if qdate.is_empty() {
+                l.to_string()
+            } else {
+                l.replace(&qdate, "<QDate>")
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
