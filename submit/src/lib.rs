@@ -304,4 +304,28 @@ mod tests {
         let e = run("arguments = x\nqueue\n").unwrap_err();
         assert_eq!((e.line, e.command.as_str()), (2, "queue"));
     }
+
+    #[test]
+    fn bad_input_is_an_error_never_a_panic() {
+        let nasty = [
+            "é = ü\nqueue",
+            "executable = x\nqueue é in (ä, ö)",
+            "executable = x\nqueue 2 é,ü from (\n ä ö\n)\n",
+            "executable = x\narguments = \"é 'ü\nqueue",
+            "executable = x\nenvironment = =x\nqueue",
+            "executable = x\nrequest_memory = 1.\u{e9}G\nqueue",
+            "executable = x\nqueue in [1:x] (a)",
+            "executable = x\nqueue -1",
+            "executable = $(a)\na = $(b)\nb = $(a)\nqueue",
+            "executable = x\n+é = 1\nqueue",
+            "executable = x\nconcurrency_limits = ü\nqueue",
+            "executable = x\nqueue f matching [",
+            "queue\\",
+            "\\",
+        ];
+        for text in nasty {
+            let _ = run(text);
+        }
+        assert!(run("executable = x\nqueue -1").is_err());
+    }
 }

@@ -20,7 +20,9 @@ pub struct Submitter {
 }
 
 /// The machine and configuration facts a submit uses; [`Settings::default`] is what
-/// condor_submit 23.9.6 uses on a 64-bit Linux machine with an empty configuration.
+/// condor_submit 23.9.6 uses on a 64-bit Linux machine with an empty configuration, except
+/// what only the machine knows: the OS version macros are empty and so is the file system
+/// domain (HTCondor defaults it to the host name), which leaves `FileSystemDomain` out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// `$(ARCH)` and the default `TARGET.Arch` clause.

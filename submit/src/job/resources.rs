@@ -63,16 +63,11 @@ impl B<'_> {
                 self.expr(&format!("Request{tag}"), &v, &at)?;
             }
         }
-        if self.param("request_gpus", Some("RequestGPUs"))?.is_some() {
-            return Err(self.err(
-                &self
-                    .param("request_gpus", Some("RequestGPUs"))?
-                    .map(|(_, at)| at)
-                    .unwrap_or_default(),
-                "request_gpus is not supported by Aerie yet",
-            ));
+        // GPUs come with their own Require/Available matching (`SetRequestGpus`), not built yet
+        match self.param("request_gpus", Some("RequestGPUs"))? {
+            Some((_, at)) => Err(self.err(&at, "request_gpus is not supported by Aerie yet")),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     pub(super) fn concurrency_limits(&mut self) -> Result<(), SubmitError> {
