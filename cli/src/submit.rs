@@ -172,6 +172,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(1);
         }
     };
+    for w in &submission.warnings {
+        eprintln!("WARNING: {w}");
+    }
     if p.dry_run {
         print!("{}", dry_run_text(&submission));
         return Ok(0);

@@ -47,6 +47,10 @@ pub struct Submission {
     pub cluster: i64,
     /// One full ad per job, by `ProcId`.
     pub ads: Vec<ClassAd>,
+    /// condor_submit's warnings about lines nothing used ("the line 'x = y' was unused by cmctl
+    /// submit. Is it a typo?"), when any job was queued: a typo, or a command Aerie does not
+    /// implement.
+    pub warnings: Vec<String>,
 }
 
 /// The default macros of a submit (submit_utils.cpp `SubmitMacroDefaults`), for `who`.
@@ -160,9 +164,15 @@ pub fn submit(
             }
         }
     }
+    let warnings = if ads.is_empty() {
+        Vec::new()
+    } else {
+        macros.unused("cmctl submit")
+    };
     Ok(Submission {
         cluster: who.cluster,
         ads,
+        warnings,
     })
 }
 

@@ -18,7 +18,8 @@
 use crate::error::At;
 use crate::host::Host;
 use aerie_config::MacroEnv;
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 
 /// One command or macro of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,10 @@ pub struct Macros {
     order: Vec<String>,
     loop_vars: HashMap<String, String>,
     defaults: HashMap<String, String>,
+    /// The names (lowercase) something looked up: a command's handler or a `$(...)`.
+    used: RefCell<HashSet<String>>,
+    /// The loop variables of queue statements, as named.
+    queue_vars: Vec<String>,
 }
 
 struct View<'a> {
@@ -71,6 +76,7 @@ impl Macros {
 
     fn lookup_raw(&self, name: &str) -> Option<String> {
         let key = name.to_ascii_lowercase();
+        self.used.borrow_mut().insert(key.clone());
         if let Some(v) = self.loop_vars.get(&key) {
             return Some(v.clone());
         }
@@ -111,6 +117,9 @@ impl Macros {
     /// Sets the loop variables of a queue statement's current item.
     pub fn set_loop_vars(&mut self, vars: &[(String, String)]) {
         for (k, v) in vars {
+            if !self.queue_vars.iter().any(|q| q.eq_ignore_ascii_case(k)) {
+                self.queue_vars.push(k.clone());
+            }
             self.loop_vars.insert(k.to_ascii_lowercase(), v.clone());
         }
     }
@@ -124,11 +133,43 @@ impl Macros {
         }
     }
 
-    /// The file's entry for a command, under its name or its alternative name.
+    /// The file's entry for a command, under its name or its alternative name (the entry
+    /// found counts as used).
     pub fn entry(&self, name: &str, alt: Option<&str>) -> Option<&Entry> {
-        self.entries
+        let found = self
+            .entries
             .get(&name.to_ascii_lowercase())
-            .or_else(|| alt.and_then(|a| self.entries.get(&a.to_ascii_lowercase())))
+            .or_else(|| alt.and_then(|a| self.entries.get(&a.to_ascii_lowercase())));
+        if let Some(e) = found {
+            self.used.borrow_mut().insert(e.name.to_ascii_lowercase());
+        }
+        found
+    }
+
+    /// condor_submit's warnings about what nothing used (`warn_unused`): commands no handler
+    /// read and macros no value referred to (a typo, or a command Aerie does not implement),
+    /// and unused queue variables. `+Attr`, `MY.Attr` and other dotted names are not reported.
+    pub fn unused(&self, app: &str) -> Vec<String> {
+        let used = self.used.borrow();
+        let mut out = Vec::new();
+        for e in self.entries() {
+            let key = e.name.to_ascii_lowercase();
+            if e.name.contains('.') || used.contains(&key) {
+                continue;
+            }
+            out.push(format!(
+                "the line '{} = {}' was unused by {app}. Is it a typo?",
+                e.name, e.raw
+            ));
+        }
+        for v in &self.queue_vars {
+            if !used.contains(&v.to_ascii_lowercase()) {
+                out.push(format!(
+                    "the Queue variable '{v}' was unused by {app}. Is it a typo?"
+                ));
+            }
+        }
+        out
     }
 
     /// Every entry of the file, in the order first set.

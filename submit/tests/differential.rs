@@ -329,6 +329,14 @@ fn submit_files_build_the_ads_condor_submit_builds() {
             continue;
         }
         check_fixture(path, "ads", &out, &mut problems);
+        // the same warnings, in any order (condor_submit prints them in hash order)
+        let mut their_warnings: Vec<String> = err
+            .lines()
+            .filter_map(|l| l.strip_prefix("WARNING: "))
+            .filter(|l| l.ends_with("Is it a typo?"))
+            .map(str::to_string)
+            .collect();
+        their_warnings.sort();
         let (theirs, total) = dry_run_jobs(&out);
         assert_eq!(
             total,
@@ -341,7 +349,21 @@ fn submit_files_build_the_ads_condor_submit_builds() {
             .and_then(|q| q.parse().ok())
             .unwrap_or(0);
         let ours = match scratch.ours(&name, &text, now) {
-            Ok(s) => s.ads,
+            Ok(s) => {
+                let mut ours: Vec<String> = s
+                    .warnings
+                    .iter()
+                    .map(|w| w.replace("cmctl submit", "condor_submit"))
+                    .collect();
+                ours.sort();
+                if ours != their_warnings {
+                    problems.push(format!(
+                        "{name}: unused-line warnings: Aerie {:?} / condor_submit {:?}",
+                        s.warnings, their_warnings
+                    ));
+                }
+                s.ads
+            }
             Err(e) => {
                 problems.push(format!("{name}: Aerie refused it: {e}"));
                 continue;
