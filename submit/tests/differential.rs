@@ -1,7 +1,9 @@
 //! Differential tests against the real condor_submit 23.9.6 (the reference chroot, see
 //! scripts/reference.sh): every submit file under tests/files/ goes through
 //! `condor_submit -dry-run -` and through `aerie_submit::submit`, and the job ads must agree
-//! attribute by attribute; every file under tests/errors/ must be refused by both.
+//! attribute by attribute (values compared as our unparser prints them, after reading
+//! condor_submit's in old syntax), as must the warnings about unused lines; every file under
+//! tests/errors/ must be refused by both, and Aerie's error must name file, line and command.
 //!
 //! The reference's output is kept next to each file (`NAME.ads`, `NAME.err`) so a reviewer
 //! sees what condor_submit builds; the test fails when the recorded output no longer matches
