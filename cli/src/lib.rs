@@ -11,6 +11,7 @@ mod eval;
 mod negotiator;
 mod quota;
 mod status;
+mod submit;
 mod userprio;
 mod whatif;
 
@@ -42,6 +43,9 @@ enum Command {
     /// Publish or remove ads in the collector, as condor_advertise does (-tcp is accepted:
     /// Aerie always sends over gRPC on TCP; -help for the details).
     Advertise(advertise::Args),
+    /// Read a submit description and build its job ads, as condor_submit does; only
+    /// -dry-run works until the access point exists.
+    Submit(submit::Args),
 }
 
 /// Parses this process's arguments, runs the subcommand and returns the exit code.
@@ -57,6 +61,7 @@ pub fn cli_main() -> i32 {
         Command::Negotiator(args) => negotiator::run(args),
         Command::Status(args) => status::run(args),
         Command::Advertise(args) => advertise::run(args),
+        Command::Submit(args) => submit::run(args),
     };
     match result {
         Ok(code) => code,

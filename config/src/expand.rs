@@ -16,8 +16,10 @@ pub(crate) const MAX_EXPANDED_LEN: usize = 4 << 20;
 /// Upper bound on nested evaluation of macro-function arguments.
 const MAX_DEPTH: u32 = 64;
 
-/// What the expander needs from the configuration.
-pub(crate) trait MacroEnv {
+/// What the expander needs from the table of macros it expands against: the configuration,
+/// or condor_submit's submit hash (which HTCondor expands with this same code, config.cpp's
+/// `expand_macro`, only over another table).
+pub trait MacroEnv {
     /// The raw (unexpanded) value of a knob, found with the usual prefix rules
     /// (local name, subsystem, plain name, then defaults). `None` when undefined.
     fn lookup_raw(&self, name: &str) -> Option<String>;
@@ -233,6 +235,23 @@ pub(crate) fn find_macro(s: &str, from: usize, select: Select<'_>) -> Option<Mac
         }
         t = body;
     }
+}
+
+/// Expands every macro in `text` against `env`, as HTCondor's `expand_macro` does (`$(NAME)`,
+/// `$(NAME:default)`, `$ENV()`, `$RANDOM_INTEGER()`, `$CHOICE()`, `$SUBSTR()`, `$INT()`,
+/// `$REAL()`, `$STRING()`, `$EVAL()`, `$F..()`...); `$(DOLLAR)` becomes `$` and `$$(...)` is
+/// left for match time. The error names the macro that cannot be expanded.
+pub fn expand_macros(text: &str, env: &dyn MacroEnv) -> Result<String, String> {
+    expand(text, env, false)
+}
+
+/// Expands only the references to `name` in `text` (`X = $(X) more`), as a value is stored.
+pub fn expand_self_references(
+    text: &str,
+    name: &str,
+    env: &dyn MacroEnv,
+) -> Result<String, String> {
+    expand_self(text, name, None, env)
 }
 
 /// Expands every macro in `text`. `$(DOLLAR)` becomes `$` unless `keep_dollar`.

@@ -37,6 +37,7 @@ pub use catalogue::{Area, DefaultKind, Knob, KnobType, CATALOGUE};
 pub use cond::HTCONDOR_VERSION;
 pub use config::{parse_duration, split_list, Config, Context, Entry, Found, Origin};
 pub use error::{ConfigError, Location};
+pub use expand::{expand_macros, expand_self_references, MacroEnv};
 pub use load::{LoadOptions, MAX_NESTING_DEPTH};
 pub use names::{concurrency_limit_name_is_valid, default_config_path};
 pub use reload::ConfigHandle;

@@ -1,0 +1,260 @@
+//! `cmctl submit [-dry-run] FILE`: condor_submit. The client reads the submit description
+//! (the `aerie-submit` crate) and builds the job ads itself; sending them to an access point
+//! comes with the access point (issue 15). Today only `-dry-run` works: it prints the ads in
+//! `condor_q -long` form (attributes sorted, one ad per job, a blank line after each) and
+//! then `N job(s) dry-run to cluster C.` as condor_submit does, and queues nothing. Without
+//! `-dry-run` the file is still checked, then the command says that submitting needs an
+//! access point and exits non-zero.
+//!
+//! The configuration (`$AERIE_CONFIG`, `$CONDOR_CONFIG`, /etc/aerie/aerie.conf), when there
+//! is one, gives `FILESYSTEM_DOMAIN`, the `JOB_DEFAULT_*` requests and the other knobs
+//! condor_submit reads (`aerie_submit::Settings::from_config`).
+use aerie_submit::{RealHost, Settings, Submission, Submitter};
+use std::path::PathBuf;
+
+/// `cmctl submit` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// condor_submit options: [-dry-run] FILE (`-` reads the submit description from
+    /// standard input)
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+const USAGE: &str = "usage: cmctl submit [-dry-run] FILE";
+
+/// The parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+struct Parsed {
+    dry_run: bool,
+    file: String,
+}
+
+/// `-name` or `--name`, or a prefix of at least `min` characters, as condor tools accept.
+fn is_arg(a: &str, name: &str, min: usize) -> bool {
+    let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
+        return false;
+    };
+    s.len() >= min && name.starts_with(s)
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {
+    let mut dry_run = false;
+    let mut file = None;
+    for a in args {
+        if a == "-" || !a.starts_with('-') {
+            if file.replace(a.clone()).is_some() {
+                anyhow::bail!("more than one submit file given\n{USAGE}");
+            }
+        } else if is_arg(a, "dry-run", 3) {
+            dry_run = true;
+        } else if is_arg(a, "help", 1) {
+            return Ok(None);
+        } else {
+            anyhow::bail!("unknown option {a}\n{USAGE}");
+        }
+    }
+    let Some(file) = file else {
+        anyhow::bail!("no submit file given\n{USAGE}");
+    };
+    Ok(Some(Parsed { dry_run, file }))
+}
+
+/// The submitting user: the Unix user of the caller.
+fn user() -> String {
+    for v in ["USER", "LOGNAME"] {
+        if let Ok(u) = std::env::var(v) {
+            if !u.is_empty() {
+                return u;
+            }
+        }
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    uid.to_string()
+}
+
+/// `$(OPSYSANDVER)`, `$(OPSYSVER)`, `$(OPSYSMAJORVER)` as HTCondor derives them from
+/// /etc/os-release (`ID=debian`, `VERSION_ID="12"` give `Debian12`, `1200`, `12`).
+fn os_release(text: &str) -> Option<(String, String, String)> {
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(|v| v.trim().trim_matches('"').to_string())
+    };
+    let id = field("ID")?;
+    let version = field("VERSION_ID")?;
+    let mut parts = version.split('.');
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    let mut name = id.clone();
+    if let Some(first) = name.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    Some((
+        format!("{name}{major}"),
+        (major * 100 + minor).to_string(),
+        major.to_string(),
+    ))
+}
+
+/// The settings of this machine: the configuration's knobs when there is a configuration
+/// file, this machine's architecture and OS version, and its host name as the file system
+/// domain unless one is configured (HTCondor's default `FILESYSTEM_DOMAIN` is the host name).
+fn settings() -> anyhow::Result<Settings> {
+    let mut s = match aerie_config::default_config_path() {
+        Ok(path) => {
+            let opts = aerie_config::LoadOptions::for_subsystem("SUBMIT");
+            let cfg = aerie_config::Config::load(&path, &opts)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Settings::from_config(&cfg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        Err(_) => Settings::default(),
+    };
+    s.arch = match std::env::consts::ARCH {
+        "x86_64" => "X86_64".into(),
+        "x86" => "INTEL".into(),
+        other => other.to_string(),
+    };
+    if let Some((and_ver, ver, major)) = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| os_release(&t))
+    {
+        s.opsys_and_ver = and_ver;
+        s.opsys_ver = ver;
+        s.opsys_major_ver = major;
+    }
+    if s.filesystem_domain.is_empty() {
+        if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            s.filesystem_domain = h.trim().to_string();
+        }
+    }
+    Ok(s)
+}
+
+/// What `-dry-run` prints for a submission.
+fn dry_run_text(s: &Submission) -> String {
+    let mut out = crate::status::long(&s.ads);
+    out.push_str(&format!(
+        "{} job(s) dry-run to cluster {}.\n",
+        s.ads.len(),
+        s.cluster
+    ));
+    out
+}
+
+/// Runs `cmctl submit`.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let Some(p) = parse(&args.args)? else {
+        println!("{USAGE}");
+        return Ok(0);
+    };
+    let text = if p.file == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(&p.file).map_err(|e| anyhow::anyhow!("{}: {e}", p.file))?
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let who = Submitter {
+        user: user(),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        submit_file: p.file.clone(),
+        now,
+        cluster: 1,
+    };
+    let submission = match aerie_submit::submit(&p.file, &text, &who, &settings()?, &RealHost) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            return Ok(1);
+        }
+    };
+    for w in &submission.warnings {
+        eprintln!("WARNING: {w}");
+    }
+    if p.dry_run {
+        print!("{}", dry_run_text(&submission));
+        return Ok(0);
+    }
+    eprintln!(
+        "cmctl submit: {} is valid ({} job(s)), but submitting needs an access point, which Aerie \
+         does not have yet; `cmctl submit -dry-run {}` shows the job ads",
+        p.file,
+        submission.ads.len(),
+        p.file
+    );
+    Ok(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn os_release_gives_the_opsys_version_macros() {
+        let debian = "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nVERSION_ID=\"13\"\nID=debian\n";
+        assert_eq!(
+            os_release(debian),
+            Some(("Debian13".into(), "1300".into(), "13".into()))
+        );
+        let rocky = "ID=\"rocky\"\nVERSION_ID=\"9.4\"\n";
+        assert_eq!(
+            os_release(rocky),
+            Some(("Rocky9".into(), "904".into(), "9".into()))
+        );
+        assert_eq!(os_release("NAME=x\n"), None);
+    }
+
+    #[test]
+    fn command_line() {
+        assert_eq!(
+            parse(&strs(&["-dry-run", "job.sub"])).unwrap(),
+            Some(Parsed {
+                dry_run: true,
+                file: "job.sub".into()
+            })
+        );
+        assert_eq!(
+            parse(&strs(&["job.sub"])).unwrap(),
+            Some(Parsed {
+                dry_run: false,
+                file: "job.sub".into()
+            })
+        );
+        assert_eq!(parse(&strs(&["-help"])).unwrap(), None);
+        assert!(parse(&strs(&["-dry-run"])).is_err());
+        assert!(parse(&strs(&["-bogus", "x.sub"])).is_err());
+    }
+
+    #[test]
+    fn dry_run_prints_one_long_ad_per_job_then_the_count() {
+        let who = Submitter {
+            user: "alice".into(),
+            cwd: PathBuf::from("/"),
+            submit_file: "job.sub".into(),
+            now: 1_700_000_000,
+            cluster: 1,
+        };
+        let text = "executable = /bin/sh\narguments = -c true\nrequest_memory = 2G\nqueue 2\n";
+        let s =
+            aerie_submit::submit("job.sub", text, &who, &Settings::default(), &RealHost).unwrap();
+        let out = dry_run_text(&s);
+        let ads: Vec<&str> = out.split("\n\n").collect();
+        assert_eq!(ads.len(), 3, "{out}");
+        let has = |ad: &str, line: &str| ad.lines().any(|l| l == line);
+        assert!(has(ads[0], "Args = \"-c true\""), "{out}");
+        assert!(
+            has(ads[0], "ProcId = 0") && has(ads[1], "ProcId = 1"),
+            "{out}"
+        );
+        assert!(has(ads[1], "RequestMemory = 2048"), "{out}");
+        assert_eq!(ads[2], "2 job(s) dry-run to cluster 1.\n");
+    }
+}

@@ -1,0 +1,68 @@
+Dry-Run job(s)
+ClusterId=1
+In="/dev/null"
+Cmd="/bin/echo"
+Err="/dev/null"
+Iwd="/srv/aerie-submit-files/files"
+Out="/dev/null"
+Args="1.0 b 0 b,c 38_macro_functions.sub 1x0"
+Rank=0.0
+Owner=undefined
+QDate=1795677340
+MyType="Job"
+JobPrio=0
+MaxHosts=1
+MinHosts=1
+NumCkpts=0
+DiskUsage=43
+ImageSize=43
+ExitStatus=0
+TargetType="Machine"
+TransferIn=false
+Environment=""
+JobUniverse=5
+NumRestarts=0
+RequestCpus=1
+RequestDisk=DiskUsage
+TransferErr=false
+TransferOut=false
+CurrentHosts=0
+ExitBySignal=false
+NumJobStarts=0
+RemoteSysCpu=0.0
+Requirements=(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && ((TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer))
+CommittedTime=0
+CondorVersion="$CondorVersion: 23.9.6 2026-07-12 PackageID: 23.9.6+dfsg-2.1+b10 $"
+JobSubmitFile="38_macro_functions.sub"
+RemoteUserCpu=0.0
+RequestMemory=ifthenelse(MemoryUsage =!= undefined,MemoryUsage,(ImageSize + 1023) / 1024)
+CondorPlatform="$CondorPlatform: X86_64-Debian_13 $"
+ExecutableSize=43
+NumSystemHolds=0
+JobNotification=0
+JobSubmitMethod=0
+LeaveJobInQueue=false
+FileSystemDomain="ref.test"
+JobLeaseDuration=2400
+TotalSuspensions=0
+CommittedSlotTime=0
+NumJobCompletions=0
+CumulativeSlotTime=0
+LastSuspensionTime=0
+RemoteWallClockTime=0.0
+ShouldTransferFiles="IF_NEEDED"
+TransferInputSizeMB=0
+EnteredCurrentStatus=1795677340
+WhenToTransferOutput="ON_EXIT"
+CumulativeRemoteSysCpu=0.0
+CommittedSuspensionTime=0
+CumulativeRemoteUserCpu=0.0
+CumulativeSuspensionTime=0
+ProcId=0
+JobStatus=1
+.
+ProcId=1
+JobStatus=1
+Args="1.1 b 1 b,c 38_macro_functions.sub 1x1"
+.
+2 job(s) dry-run to cluster 1.
