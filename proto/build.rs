@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/admin.proto",
         "proto/collector.proto",
         "proto/negotiation.proto",
+        "proto/execute.proto",
+        "proto/schedd.proto",
     ];
     for f in files {
         println!("cargo:rerun-if-changed={f}");

@@ -3,7 +3,9 @@
 //!
 //! One module per `.proto` file: `raft` (peer Raft RPCs between CMs), `admin` (the admin API
 //! cmctl uses), `collector` (ad updates, invalidations and queries), `negotiation` (requests, grants and
-//! claims between the leader, access points and execute nodes).
+//! claims between the leader, access points and execute nodes), `execute` (activating claims,
+//! keep-alives, job events and drains between access points and execute nodes), `schedd` (the
+//! access point's job queue for users).
 #![warn(missing_docs)]
 
 /// Peer Raft RPCs (append, vote, snapshot) between central managers.
@@ -24,4 +26,15 @@ pub mod collector {
 /// Idle-job requests, grants and claims between the leader, access points and startds.
 pub mod negotiation {
     tonic::include_proto!("aerie.negotiation");
+}
+
+/// Activating claims, keep-alives, vacating, drains and job events between access points and
+/// execute nodes.
+pub mod execute {
+    tonic::include_proto!("aerie.execute");
+}
+
+/// The access point's job queue: submit, query, remove, hold, release, edit.
+pub mod schedd {
+    tonic::include_proto!("aerie.schedd");
 }
