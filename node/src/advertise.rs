@@ -3,13 +3,30 @@
 //! change, and everything again every update interval (so nothing reaches
 //! `CLASSAD_LIFETIME`). When the stream fails the next CM of the list (round robin) gets a
 //! fresh stream and the whole pool again, so no update is lost by the move.
-use crate::sim::Sim;
+//!
+//! What is advertised comes from an [`AdSource`]: the simulator, an execute node's slots or
+//! an access point's submitters, each behind one trait so the streaming and fail-over logic is
+//! written once.
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
 use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::transport::{Channel, Endpoint};
+
+/// The ads a daemon keeps in the collectors, and what changed since it last looked.
+pub trait AdSource: Send + Sync + 'static {
+    /// Every ad, in old ClassAd syntax (sent when a stream opens and every update interval).
+    fn all_ads(&self) -> Vec<String>;
+    /// The ads changed since the last call, and the (MyType, Name) of ads removed since.
+    fn take_changes(&self) -> (Vec<String>, Vec<(String, String)>);
+    /// Removals that could not be sent: to be sent with the next changes.
+    fn requeue_removed(&self, removed: Vec<(String, String)>);
+    /// (MyType, Name) of every ad (invalidated at exit).
+    fn ad_keys(&self) -> Vec<(String, String)>;
+    /// Notified when an ad changes.
+    fn changed(&self) -> &tokio::sync::Notify;
+}
 
 /// Ads per message: keeps each message a few MB even for large pools.
 const BATCH: usize = 2000;
@@ -43,7 +60,7 @@ pub fn client(addr: &str) -> anyhow::Result<CollectorClient<Channel>> {
 }
 
 /// Streams ads to the CMs in `cms` until the task is aborted.
-pub async fn run(sim: Arc<Sim>, cms: Vec<String>, interval: Duration) {
+pub async fn run<S: AdSource>(sim: Arc<S>, cms: Vec<String>, interval: Duration) {
     let mut i = 0usize;
     let mut failures_in_a_row = 0u32;
     loop {
@@ -74,7 +91,7 @@ fn batches(ads: Vec<String>) -> Vec<pb::AdBatch> {
 }
 
 /// One stream's life: returns when the CM ends it or fails.
-async fn stream_to(sim: &Arc<Sim>, cm: &str, interval: Duration) -> anyhow::Result<()> {
+async fn stream_to<S: AdSource>(sim: &Arc<S>, cm: &str, interval: Duration) -> anyhow::Result<()> {
     let mut client = client(cm)?;
     let (tx, rx) = mpsc::channel::<pb::AdBatch>(64);
     let mut replies = client
@@ -100,8 +117,8 @@ async fn stream_to(sim: &Arc<Sim>, cm: &str, interval: Duration) -> anyhow::Resu
 }
 
 /// Sends the pool, then its changes and periodic resends, until the stream ends.
-async fn feed(
-    sim: &Arc<Sim>,
+async fn feed<S: AdSource>(
+    sim: &Arc<S>,
     client: &mut CollectorClient<Channel>,
     tx: &mpsc::Sender<pb::AdBatch>,
     interval: Duration,
@@ -112,26 +129,26 @@ async fn feed(
     for b in batches(sim.all_ads()) {
         send(tx, b).await?;
     }
-    invalidate(sim, client, removed).await?;
+    invalidate(sim.as_ref(), client, removed).await?;
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await; // the first tick is now: everything was just queued
     loop {
         tokio::select! {
-            _ = sim.changed.notified() => {
+            _ = sim.changed().notified() => {
                 tokio::time::sleep(GATHER).await;
                 let (ads, removed) = sim.take_changes();
                 for b in batches(ads) {
                     send(tx, b).await?;
                 }
-                invalidate(sim, client, removed).await?;
+                invalidate(sim.as_ref(), client, removed).await?;
             }
             _ = tick.tick() => {
                 let (_, removed) = sim.take_changes();
                 for b in batches(sim.all_ads()) {
                     send(tx, b).await?;
                 }
-                invalidate(sim, client, removed).await?;
+                invalidate(sim.as_ref(), client, removed).await?;
             }
             why = &mut *reader => match why {
                 Ok(why) => anyhow::bail!(why),
@@ -152,8 +169,8 @@ fn report(cm: &str, s: &pb::AdvertiseSummary) {
 }
 
 /// Invalidates ads that no longer exist; on failure they are kept for the next stream.
-async fn invalidate(
-    sim: &Sim,
+async fn invalidate<S: AdSource>(
+    sim: &S,
     client: &mut CollectorClient<Channel>,
     removed: Vec<(String, String)>,
 ) -> anyhow::Result<()> {
@@ -173,7 +190,7 @@ async fn invalidate(
 }
 
 /// Best effort at exit: invalidates every ad at the first CM that answers.
-pub async fn invalidate_all(sim: &Sim, cms: &[String]) {
+pub async fn invalidate_all<S: AdSource>(sim: &S, cms: &[String]) {
     let keys = sim.ad_keys();
     for cm in cms {
         let Ok(client) = client(cm) else { continue };

@@ -602,3 +602,21 @@ async fn remote_startd(
         .map_err(|e| format!("cannot reach startd {addr}: {e}"))?;
     Ok(pb::startd_client::StartdClient::new(ch))
 }
+
+impl crate::advertise::AdSource for Sim {
+    fn all_ads(&self) -> Vec<String> {
+        Sim::all_ads(self)
+    }
+    fn take_changes(&self) -> (Vec<String>, Vec<(String, String)>) {
+        Sim::take_changes(self)
+    }
+    fn requeue_removed(&self, removed: Vec<(String, String)>) {
+        Sim::requeue_removed(self, removed)
+    }
+    fn ad_keys(&self) -> Vec<(String, String)> {
+        Sim::ad_keys(self)
+    }
+    fn changed(&self) -> &Notify {
+        &self.changed
+    }
+}

@@ -126,7 +126,7 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
     status.abort();
     let _ = tokio::time::timeout(
         Duration::from_secs(5),
-        crate::advertise::invalidate_all(&sim, &args.cms),
+        crate::advertise::invalidate_all(sim.as_ref(), &args.cms),
     )
     .await;
     Ok(())
