@@ -5,8 +5,10 @@
 use clap::{Parser, Subcommand};
 
 mod advertise;
+mod args;
 mod client;
 mod cluster;
+mod drain;
 mod eval;
 mod negotiator;
 mod quota;
@@ -46,6 +48,9 @@ enum Command {
     /// Read a submit description and build its job ads, as condor_submit does; only
     /// -dry-run works until the access point exists.
     Submit(submit::Args),
+    /// Drain machines, or cancel a drain, as condor_drain does (replicated through Raft; the
+    /// leader carries it out on the machine).
+    Drain(drain::Args),
 }
 
 /// Parses this process's arguments, runs the subcommand and returns the exit code.
@@ -62,6 +67,7 @@ pub fn cli_main() -> i32 {
         Command::Status(args) => status::run(args),
         Command::Advertise(args) => advertise::run(args),
         Command::Submit(args) => submit::run(args),
+        Command::Drain(args) => drain::run(args),
     };
     match result {
         Ok(code) => code,

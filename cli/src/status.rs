@@ -5,6 +5,7 @@
 //! `-af ATTR...`, `-constraint EXPR`, `-json`, `-absent`, `-offline`, `-submitters`,
 //! `-schedd`, `-negotiator`, `-any`, `-total`. The first CM of `--cms` that answers is used:
 //! every CM holds the whole pool.
+use crate::args::is_arg;
 use aerie_proto::collector as pb;
 use anyhow::bail;
 use classad::{ClassAd, Value};
@@ -42,14 +43,6 @@ pub struct Parsed {
     pub offline: bool,
     pub format: Format,
     pub names: Vec<String>,
-}
-
-/// `-name` or `--name`, or a prefix of at least `min` characters, as condor tools accept.
-fn is_arg(a: &str, name: &str, min: usize) -> bool {
-    let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
-        return false;
-    };
-    s.len() >= min && name.starts_with(s)
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<Parsed> {

@@ -9,6 +9,7 @@
 //! The configuration (`$AERIE_CONFIG`, `$CONDOR_CONFIG`, /etc/aerie/aerie.conf), when there
 //! is one, gives `FILESYSTEM_DOMAIN`, the `JOB_DEFAULT_*` requests and the other knobs
 //! condor_submit reads (`aerie_submit::Settings::from_config`).
+use crate::args::is_arg;
 use aerie_submit::{RealHost, Settings, Submission, Submitter};
 use std::path::PathBuf;
 
@@ -28,14 +29,6 @@ const USAGE: &str = "usage: cmctl submit [-dry-run] FILE";
 struct Parsed {
     dry_run: bool,
     file: String,
-}
-
-/// `-name` or `--name`, or a prefix of at least `min` characters, as condor tools accept.
-fn is_arg(a: &str, name: &str, min: usize) -> bool {
-    let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
-        return false;
-    };
-    s.len() >= min && name.starts_with(s)
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {

@@ -199,6 +199,10 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         how: "graceful".into(),
         reason: "kernel update".into(),
         time: now,
+        request_id: "d1".into(),
+        start_expr: "Owner == \"ops\"".into(),
+        check_expr: String::new(),
+        resume_on_completion: false,
     };
     send(Command::RequestDrain(drain.clone())).await;
     let p = query_retry(&r, PolicyQuery, within).await.expect("policy");

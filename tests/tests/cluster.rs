@@ -627,10 +627,14 @@ async fn a_rolling_upgrade_turns_new_commands_on_once_every_cm_supports_them() {
         .await
         .expect("writes go on");
     }
-    eventually("feature version 2", Duration::from_secs(30), || {
-        let a = all[0].clone();
-        async move { Ok((feature(a).await? == 2).then_some(())) }
-    })
+    eventually(
+        "feature version 2 or newer",
+        Duration::from_secs(30),
+        || {
+            let a = all[0].clone();
+            async move { Ok((feature(a).await? >= 2).then_some(())) }
+        },
+    )
     .await
     .expect("raised");
     let r = write_retry(&all, &batch, Duration::from_secs(10))

@@ -7,6 +7,7 @@
 //! * [`features`]: raise the cluster's feature version once every member supports it;
 //! * [`absent`]: commit absent and offline ads the collector found, and remove them when the
 //!   machine is back or they expire, so they survive any crash;
+//! * [`drains`]: send the replicated drain requests to the machines, and their cancellations;
 //! * [`driver`]: the negotiation cycles, every `NEGOTIATOR_INTERVAL` or on `cycle-now`
 //!   ([`knobs`]).
 //!
@@ -33,6 +34,7 @@
 //! leadership through [`crate::raft::leadership::Leadership`].
 pub mod absent;
 mod cycle;
+pub mod drains;
 mod driver;
 pub mod features;
 pub mod grants;
@@ -139,6 +141,7 @@ async fn run(l: Arc<Leader>) {
             params::sync(&l, term),
             features::raise(&l, term),
             absent::commit_while_leading(&l, term),
+            drains::deliver_while_leading(&l, term),
             driver::cycles(&l, term, &mut timing),
         );
         stats::set_leader(false);

@@ -17,7 +17,8 @@ pub const COMMAND_VERSION: u32 = 1;
 /// would stop applying the log) or applies one its peers refuse (the replicas would diverge).
 ///
 /// 1: the commands up to `RequestCycle`. 2: `SetFeatureVersion`, `PutAds`, `RemoveAds`.
-pub const FEATURE_VERSION: u32 = 2;
+/// 3: `RequestDrain` with a request id, `-start`, `-check` and `-resume-on-completion`.
+pub const FEATURE_VERSION: u32 = 3;
 
 /// One log entry's application data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,6 +174,7 @@ impl Command {
     pub fn required_feature(&self) -> u32 {
         match self {
             Command::PutAds { .. } | Command::RemoveAds { .. } => 2,
+            Command::RequestDrain(d) if d.has_v3_fields() => 3,
             _ => 1,
         }
     }

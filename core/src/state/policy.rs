@@ -60,6 +60,29 @@ pub struct DrainRequest {
     pub reason: String,
     /// Leader time when requested (Unix seconds).
     pub time: i64,
+    /// The request's id, which the machine's slots advertise as `DrainingRequestId` while
+    /// they carry it out (empty in requests from before feature version 3).
+    #[serde(default)]
+    pub request_id: String,
+    /// `condor_drain -start`: the machine's START expression while it drains (empty: false).
+    #[serde(default)]
+    pub start_expr: String,
+    /// `condor_drain -check`: the machine refuses the drain unless every slot satisfies it.
+    #[serde(default)]
+    pub check_expr: String,
+    /// `condor_drain -resume-on-completion`: accept jobs again once drained.
+    #[serde(default)]
+    pub resume_on_completion: bool,
+}
+
+impl DrainRequest {
+    /// Whether it uses the fields of feature version 3 (older replicas would drop them).
+    pub fn has_v3_fields(&self) -> bool {
+        !self.request_id.is_empty()
+            || !self.start_expr.is_empty()
+            || !self.check_expr.is_empty()
+            || self.resume_on_completion
+    }
 }
 
 /// One absent or offline ad.
