@@ -216,35 +216,37 @@ pub fn digest_from_pb(d: &pb::DigestEntry) -> Option<DigestEntry> {
     })
 }
 
-/// Applies relayed changes to the table (never relaying them again).
+/// Applies relayed changes to the table (never relaying them again), a slice of ads per hold
+/// of the write lock so readers never wait for a whole batch.
 pub fn apply_relayed(table: &SharedTable, ads: &[pb::RelayedAd]) -> pb::RelayReply {
     let now = unix_now();
     let mut reply = pb::RelayReply::default();
-    let mut t = table.write().unwrap_or_else(|p| p.into_inner());
-    for a in ads {
-        let v = version_from_pb(a.version.as_ref());
-        if a.invalidate {
-            let Some(k) = a.key.as_ref() else {
-                reply.rejected += 1;
+    for slice in ads.chunks(super::service::ADS_PER_LOCK) {
+        let mut t = table.write().unwrap_or_else(|p| p.into_inner());
+        for a in slice {
+            let v = version_from_pb(a.version.as_ref());
+            if a.invalidate {
+                let Some(k) = a.key.as_ref() else {
+                    reply.rejected += 1;
+                    continue;
+                };
+                if t.apply_relayed_invalidate(&key_from_pb(k), v, now) {
+                    reply.applied += 1;
+                } else {
+                    reply.stale += 1;
+                }
                 continue;
-            };
-            if t.apply_relayed_invalidate(&key_from_pb(k), v, now) {
-                reply.applied += 1;
-            } else {
-                reply.stale += 1;
             }
-            continue;
-        }
-        match t.apply_relayed_aged(&a.text, v, a.age_seconds, now) {
-            Ok(Some(_)) => reply.applied += 1,
-            Ok(None) => reply.stale += 1,
-            Err(e) => {
-                reply.rejected += 1;
-                tracing::warn!(origin = v.origin, error = %e, "relayed ad refused");
+            match t.apply_relayed_aged(&a.text, v, a.age_seconds, now) {
+                Ok(Some(_)) => reply.applied += 1,
+                Ok(None) => reply.stale += 1,
+                Err(e) => {
+                    reply.rejected += 1;
+                    tracing::warn!(origin = v.origin, error = %e, "relayed ad refused");
+                }
             }
         }
     }
-    drop(t);
     for (what, n) in [
         ("applied", reply.applied),
         ("stale", reply.stale),
@@ -502,7 +504,12 @@ async fn exchange_digest(
         .await
         .map_err(|e| e.message().to_string())?
         .into_inner();
-    let pulled = apply_relayed(&relay.table, &reply.newer).applied as usize;
+    let table = relay.table.clone();
+    let newer = reply.newer;
+    let pulled =
+        tokio::task::spawn_blocking(move || apply_relayed(&table, &newer).applied as usize)
+            .await
+            .map_err(|e| format!("applying the pulled ads failed: {e}"))?;
     let wanted: Vec<pb::RelayedAd> = {
         let t = relay.table.read().unwrap_or_else(|p| p.into_inner());
         reply

@@ -179,9 +179,32 @@ fn outcome_name(u: Update) -> &'static str {
     }
 }
 
-/// Judges and stores every ad of a batch under one write lock; each gets its own verdict.
-/// Ads beyond the stream's rate limit (when one is given) are refused with the reason.
-/// Accepted ads are handed to the relay.
+/// How many ads are judged and stored under one hold of the table's write lock: a batch of
+/// thousands of changed ads is parsed in slices, so queries and the negotiation snapshot wait
+/// for one slice (about a millisecond), not for the whole batch (issue 13.7).
+pub(crate) const ADS_PER_LOCK: usize = 128;
+
+/// [`apply_batch`] on a blocking thread: parsing a batch is CPU work that must not hold one of
+/// the async workers that also carry Raft's heartbeats (issue 13.7).
+async fn apply_batch_blocking(
+    table: SharedTable,
+    relay: Option<Arc<Relay>>,
+    batch: pb::AdBatch,
+    limit: Option<Arc<std::sync::Mutex<RateLimit>>>,
+) -> Result<pb::AdvertiseSummary, tonic::Status> {
+    tokio::task::spawn_blocking(move || {
+        let mut guard = limit
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
+        apply_batch(&table, relay.as_deref(), &batch, guard.as_deref_mut())
+    })
+    .await
+    .map_err(|e| tonic::Status::internal(format!("ingesting the batch failed: {e}")))
+}
+
+/// Judges and stores every ad of a batch, [`ADS_PER_LOCK`] ads per hold of the write lock;
+/// each gets its own verdict. Ads beyond the stream's rate limit (when one is given) are
+/// refused with the reason. Accepted ads are handed to the relay.
 fn apply_batch(
     table: &SharedTable,
     relay: Option<&Relay>,
@@ -192,55 +215,56 @@ fn apply_batch(
     let mut summary = pb::AdvertiseSummary::default();
     let mut relayed: Vec<RelayItem> = Vec::new();
     let mut throttled = 0u64;
-    let mut t = table.write().unwrap_or_else(|p| p.into_inner());
     let clock = std::time::Instant::now();
-    for ad in &batch.ads {
-        if let Some(l) = limit.as_deref_mut() {
-            if !l.allow(clock) {
-                throttled += 1;
-                summary.rejected += 1;
-                summary.results.push(pb::AdResult {
-                    ok: false,
-                    outcome: String::new(),
-                    error: format!(
+    for slice in batch.ads.chunks(ADS_PER_LOCK) {
+        let mut t = table.write().unwrap_or_else(|p| p.into_inner());
+        for ad in slice {
+            if let Some(l) = limit.as_deref_mut() {
+                if !l.allow(clock) {
+                    throttled += 1;
+                    summary.rejected += 1;
+                    summary.results.push(pb::AdResult {
+                        ok: false,
+                        outcome: String::new(),
+                        error: format!(
                         "update rate above AERIE_COLLECTOR_MAX_UPDATE_RATE ({} ads per second on \
                          this connection); send it again later",
                         l.rate
                     ),
-                });
-                continue;
-            }
-        }
-        match t.advertise_text(&ad.text, now) {
-            Ok((key, u)) => {
-                summary.accepted += 1;
-                if relay.is_some() {
-                    if let Some(v) = t.version_of(&key) {
-                        relayed.push(RelayItem {
-                            key,
-                            version: v,
-                            heard: now,
-                            text: Some(ad.text.clone()),
-                        });
-                    }
+                    });
+                    continue;
                 }
-                summary.results.push(pb::AdResult {
-                    ok: true,
-                    outcome: outcome_name(u).into(),
-                    error: String::new(),
-                });
             }
-            Err(e) => {
-                summary.rejected += 1;
-                summary.results.push(pb::AdResult {
-                    ok: false,
-                    outcome: String::new(),
-                    error: e.to_string(),
-                });
+            match t.advertise_text(&ad.text, now) {
+                Ok((key, u)) => {
+                    summary.accepted += 1;
+                    if relay.is_some() {
+                        if let Some(v) = t.version_of(&key) {
+                            relayed.push(RelayItem {
+                                key,
+                                version: v,
+                                heard: now,
+                                text: Some(ad.text.clone()),
+                            });
+                        }
+                    }
+                    summary.results.push(pb::AdResult {
+                        ok: true,
+                        outcome: outcome_name(u).into(),
+                        error: String::new(),
+                    });
+                }
+                Err(e) => {
+                    summary.rejected += 1;
+                    summary.results.push(pb::AdResult {
+                        ok: false,
+                        outcome: String::new(),
+                        error: e.to_string(),
+                    });
+                }
             }
         }
     }
-    drop(t);
     if let Some(r) = relay {
         r.publish(&relayed);
     }
@@ -273,12 +297,14 @@ impl collector_server::Collector for CollectorService {
         &self,
         request: tonic::Request<pb::AdBatch>,
     ) -> Result<tonic::Response<pb::AdvertiseSummary>, tonic::Status> {
-        Ok(tonic::Response::new(apply_batch(
-            &self.table,
-            self.relay.as_deref(),
-            &request.into_inner(),
+        apply_batch_blocking(
+            self.table.clone(),
+            self.relay.clone(),
+            request.into_inner(),
             None,
-        )))
+        )
+        .await
+        .map(tonic::Response::new)
     }
 
     type AdvertiseStreamStream = std::pin::Pin<
@@ -294,9 +320,10 @@ impl collector_server::Collector for CollectorService {
         use futures::StreamExt;
         let table = self.table.clone();
         let relay = self.relay.clone();
-        let mut limit = RateLimit::new(self.max_update_rate);
-        let out = request.into_inner().map(move |batch| {
-            batch.map(|b| apply_batch(&table, relay.as_deref(), &b, Some(&mut limit)))
+        let limit = Arc::new(std::sync::Mutex::new(RateLimit::new(self.max_update_rate)));
+        let out = request.into_inner().then(move |batch| {
+            let (table, relay, limit) = (table.clone(), relay.clone(), limit.clone());
+            async move { apply_batch_blocking(table, relay, batch?, Some(limit)).await }
         });
         let Some(cut) = self.cut_off.clone() else {
             return Ok(tonic::Response::new(Box::pin(out)));
@@ -364,20 +391,25 @@ impl collector_server::Collector for CollectorService {
             absent: r.absent,
             limit: r.limit as usize,
         };
-        let ads = self
-            .table
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .try_query(&q, super::table::QUERY_EVAL_BUDGET)
-            .map_err(|e| {
-                tonic::Status::invalid_argument(format!(
-                    "constraint {:?} is too expensive to evaluate over this pool: {e}",
-                    r_constraint
-                ))
-            })?;
-        Ok(tonic::Response::new(pb::QueryReply {
-            ads: ads.iter().map(|a| a.to_old_syntax()).collect(),
-        }))
+        // Evaluating constraints over the pool and printing the ads is CPU work: on a blocking
+        // thread, so a large query does not hold an async worker (issue 13.7).
+        let table = self.table.clone();
+        let ads = tokio::task::spawn_blocking(move || {
+            let ads = table
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .try_query(&q, super::table::QUERY_EVAL_BUDGET)?;
+            Ok::<_, classad::EvalLimit>(ads.iter().map(|a| a.to_old_syntax()).collect())
+        })
+        .await
+        .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
+        .map_err(|e| {
+            tonic::Status::invalid_argument(format!(
+                "constraint {:?} is too expensive to evaluate over this pool: {e}",
+                r_constraint
+            ))
+        })?;
+        Ok(tonic::Response::new(pb::QueryReply { ads }))
     }
 
     async fn relay(
@@ -385,9 +417,16 @@ impl collector_server::Collector for CollectorService {
         request: tonic::Request<pb::RelayBatch>,
     ) -> Result<tonic::Response<pb::RelayReply>, tonic::Status> {
         let b = request.into_inner();
-        let reply = relay::apply_relayed(&self.table, &b.ads);
+        let table = self.table.clone();
+        let from = b.from_id;
+        // Parsing relayed ads is CPU work: on a blocking thread (issue 13.7).
+        let reply = tokio::task::spawn_blocking(move || relay::apply_relayed(&table, &b.ads))
+            .await
+            .map_err(|e| {
+                tonic::Status::internal(format!("applying the relay batch failed: {e}"))
+            })?;
         tracing::trace!(
-            from = b.from_id,
+            from,
             applied = reply.applied,
             stale = reply.stale,
             "relay batch"

@@ -1,5 +1,5 @@
 //! The Raft log and vote in RocksDB (openraft storage v2 `RaftLogStorage`).
-use super::{write_opts_sync, CF_LOGS, CF_META};
+use super::{write_synced, CF_LOGS, CF_META};
 use crate::raft::{Entry, LogId, NodeId, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{OptionalSend, RaftLogReader, StorageError, StorageIOError};
@@ -68,16 +68,16 @@ impl LogStore {
         }
     }
 
-    fn put_meta_synced<T: serde::Serialize>(
+    async fn put_meta_synced<T: serde::Serialize>(
         &self,
         k: &[u8],
         v: &T,
-        err: fn(rocksdb::Error) -> StorageError<NodeId>,
+        err: fn(std::io::Error) -> StorageError<NodeId>,
     ) -> SResult<()> {
         let bytes = serde_json::to_vec(v).map_err(err_write)?;
         let mut b = WriteBatch::default();
         b.put_cf(self.cf_meta(), k, bytes);
-        self.db.write_opt(b, &write_opts_sync()).map_err(err)
+        write_synced(&self.db, b).await.map_err(err)
     }
 
     fn last_entry_id(&self) -> SResult<Option<LogId>> {
@@ -139,7 +139,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote) -> SResult<()> {
         let t = Instant::now();
-        self.put_meta_synced(KEY_VOTE, vote, err_write_vote)?;
+        self.put_meta_synced(KEY_VOTE, vote, err_write_vote).await?;
         crate::metrics::record_fsync(t.elapsed());
         Ok(())
     }
@@ -176,7 +176,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         let ts = Instant::now();
         // One synced batch: the entries are on disk before openraft hears they are flushed.
-        let res = self.db.write_opt(batch, &write_opts_sync());
+        let res = write_synced(&self.db, batch).await;
         crate::metrics::record_fsync(ts.elapsed());
         match res {
             Ok(()) => {
@@ -187,9 +187,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             Err(e) => {
                 let msg = format!("RocksDB append failed: {e}");
                 callback.log_io_completed(Err(std::io::Error::other(msg)));
-                Err(StorageError::IO {
-                    source: StorageIOError::write_logs(&e),
-                })
+                Err(err_write_logs(e))
             }
         }
     }
@@ -197,9 +195,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     async fn truncate(&mut self, log_id: LogId) -> SResult<()> {
         let mut b = WriteBatch::default();
         b.delete_range_cf(self.cf_logs(), key(log_id.index), key(u64::MAX));
-        self.db
-            .write_opt(b, &write_opts_sync())
-            .map_err(err_write_logs)
+        write_synced(&self.db, b).await.map_err(err_write_logs)
     }
 
     async fn purge(&mut self, log_id: LogId) -> SResult<()> {
@@ -208,9 +204,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let bytes = serde_json::to_vec(&log_id).map_err(err_write)?;
         b.put_cf(self.cf_meta(), KEY_PURGED, bytes);
         b.delete_range_cf(self.cf_logs(), key(0), key(log_id.index.saturating_add(1)));
-        self.db
-            .write_opt(b, &write_opts_sync())
-            .map_err(err_write_logs)?;
+        write_synced(&self.db, b).await.map_err(err_write_logs)?;
         crate::metrics::record_purge(log_id.index);
         Ok(())
     }

@@ -24,7 +24,7 @@ pub use log::LogStore;
 pub use sm::{SharedState, StateMachineStore};
 
 use anyhow::Context;
-use rocksdb::{ColumnFamilyDescriptor, Options, DB};
+use rocksdb::{ColumnFamilyDescriptor, Options, WriteBatch, DB};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -51,6 +51,21 @@ pub fn open(dir: &Path) -> anyhow::Result<(LogStore, StateMachineStore, ClusterI
     let cluster = ClusterId::open(db.clone())?;
     let sm = StateMachineStore::open(db)?;
     Ok((log, sm, cluster))
+}
+
+/// Writes `batch` to `db` synced, on a blocking thread, and waits for it without holding an
+/// async worker: an fsync takes milliseconds (seconds on a busy disk), and done on one of the
+/// runtime's few workers it would hold up the heartbeats, votes and ad ingest those workers
+/// also carry, and cause needless elections (issue 13.7). The caller still awaits the write,
+/// so Raft's storage calls stay in order.
+pub(crate) async fn write_synced(db: &Arc<DB>, batch: WriteBatch) -> Result<(), std::io::Error> {
+    let db = db.clone();
+    match tokio::task::spawn_blocking(move || db.write_opt(batch, &write_opts_sync())).await {
+        Ok(r) => r.map_err(|e| std::io::Error::other(e.to_string())),
+        Err(e) => Err(std::io::Error::other(format!(
+            "the synced write did not finish: {e}"
+        ))),
+    }
 }
 
 pub(crate) fn write_opts_sync() -> rocksdb::WriteOptions {

@@ -41,3 +41,31 @@ fn an_older_snapshot_never_replaces_a_newer_one() {
     assert_eq!(data, b"newer");
     assert!(sm.save_snapshot(&meta(30), b"newest").expect("save"));
 }
+
+/// Issue 13.7: a synced write must not hold the async worker it was called on (the same
+/// workers carry heartbeats and ad ingest). On a one-thread runtime, another task runs while
+/// the vote is being synced; were the fsync done in place, it could run only afterwards.
+#[test]
+fn a_synced_write_lets_other_tasks_run_meanwhile() {
+    use openraft::storage::RaftLogStorage;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let td = TempDir::new().expect("temp dir");
+        let (mut log, _, _) = super::open(td.path()).expect("open store");
+        let ran = Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        tokio::spawn(async move { r.store(true, Ordering::SeqCst) });
+        let vote = openraft::Vote::new(3, 1);
+        log.save_vote(&vote).await.expect("save vote");
+        assert!(
+            ran.load(Ordering::SeqCst),
+            "the worker was held for the whole synced write"
+        );
+        assert_eq!(log.read_vote().await.expect("read"), Some(vote));
+    });
+}
