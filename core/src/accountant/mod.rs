@@ -434,8 +434,11 @@ impl Accountant {
     /// The factor a new record gets (HTCondor's `GetPriorityFactor` on first sight).
     pub fn default_factor(&self, name: &str) -> f64 {
         let p = &self.params;
-        if name.len() >= NICE_USER_PREFIX.len()
-            && name[..NICE_USER_PREFIX.len()].eq_ignore_ascii_case(NICE_USER_PREFIX)
+        // `get`, not slicing: a name is untrusted input and may put a multi-byte character
+        // across the prefix's length (slicing there would panic in every replica's apply).
+        if name
+            .get(..NICE_USER_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(NICE_USER_PREFIX))
             && name.contains('@')
         {
             return p.nice_user_prio_factor;

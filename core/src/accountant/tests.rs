@@ -382,3 +382,13 @@ fn userprio_long_keeps_names_with_quotes_and_backslashes() {
     let want: Vec<&str> = a.records().map(|(n, _)| n).collect();
     assert_eq!(got, want);
 }
+
+/// A submitter name is untrusted input (a job's AccountingGroup, a command's argument): one
+/// with a multi-byte character across the nice-user prefix's length once made `apply` panic,
+/// in every replica at once.
+#[test]
+fn a_name_with_a_multibyte_character_at_the_prefix_length_is_just_a_name() {
+    let a = Accountant::new(AccountantParams::default());
+    assert_eq!(a.default_factor("gRoup_a\u{fffd}alice@pool"), a.default_factor("alice@pool"));
+    assert_eq!(a.default_factor("nice-useR.bob@pool"), a.params().nice_user_prio_factor);
+}
