@@ -389,6 +389,12 @@ fn userprio_long_keeps_names_with_quotes_and_backslashes() {
 #[test]
 fn a_name_with_a_multibyte_character_at_the_prefix_length_is_just_a_name() {
     let a = Accountant::new(AccountantParams::default());
-    assert_eq!(a.default_factor("gRoup_a\u{fffd}alice@pool"), a.default_factor("alice@pool"));
-    assert_eq!(a.default_factor("nice-useR.bob@pool"), a.params().nice_user_prio_factor);
+    assert_eq!(
+        a.default_factor("gRoup_a\u{fffd}alice@pool"),
+        a.default_factor("alice@pool")
+    );
+    assert_eq!(
+        a.default_factor("nice-useR.bob@pool"),
+        a.params().nice_user_prio_factor
+    );
 }
