@@ -12,7 +12,9 @@ ads="$ROOT/srv/negotiator/slots.ads"
 
 # start_pool: starts the reference pool and makes room for the scenario's files.
 start_pool() {
-  $T pool-up
+  # Not with the lock's descriptor: condor_master would inherit it and hold the lock for as
+  # long as the pool runs, long after this scenario exits.
+  $T pool-up 9>&-
   mkdir -p "$ROOT/srv/negotiator"
 }
 
