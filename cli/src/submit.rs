@@ -167,27 +167,63 @@ fn wire_ads(s: &Submission) -> Vec<String> {
     s.ads.iter().map(|a| a.to_old_syntax()).collect()
 }
 
-/// Builds the submission for `cluster`; a bad file is reported (`ERROR: ...`, naming file,
-/// line and command) and gives `None`.
-fn build(p: &Parsed, text: &str, cluster: i64, settings: &Settings) -> Option<Submission> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let who = Submitter {
+/// The submitting user, directory, file and time; the cluster is filled in per build.
+pub(crate) fn submitter(file: &str) -> Submitter {
+    Submitter {
         user: user(),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-        submit_file: p.file.clone(),
-        now,
-        cluster,
-    };
-    match aerie_submit::submit(&p.file, text, &who, settings, &RealHost) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            None
-        }
+        submit_file: file.to_string(),
+        now: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+        cluster: 1,
     }
+}
+
+/// Builds the submission for `who.cluster`; a bad file gives the error condor_submit prints
+/// (`ERROR: ...`, naming file, line and command).
+pub(crate) fn build(
+    file: &str,
+    text: &str,
+    who: &Submitter,
+    settings: &Settings,
+) -> Result<Submission, String> {
+    aerie_submit::submit(file, text, who, settings, &RealHost).map_err(|e| format!("ERROR: {e}"))
+}
+
+/// What queuing a submit file came to.
+pub(crate) enum Queued {
+    /// The access point queued the jobs.
+    Done(Submission, aerie_proto::schedd::SubmitReply),
+    /// The file is bad (the error condor_submit prints); nothing was queued.
+    Refused(String),
+}
+
+/// Queues a submit file's jobs at the access point, as condor_submit does: the whole file is
+/// checked first (a bad file queues nothing and reserves no cluster), then a cluster is
+/// reserved, the ads are built for it and sent in one `Submit`, all or none.
+pub(crate) fn queue_jobs(
+    schedd: &mut crate::schedd::Schedd,
+    file: &str,
+    text: &str,
+    who: &Submitter,
+    settings: &Settings,
+) -> anyhow::Result<Queued> {
+    if let Err(e) = build(file, text, who, settings) {
+        return Ok(Queued::Refused(e));
+    }
+    let cluster = schedd.new_cluster()?;
+    let who = Submitter {
+        cluster,
+        ..who.clone()
+    };
+    let submission = match build(file, text, &who, settings) {
+        Ok(s) => s,
+        Err(e) => return Ok(Queued::Refused(e)),
+    };
+    let reply = schedd.submit(cluster, wire_ads(&submission))?;
+    Ok(Queued::Done(submission, reply))
 }
 
 /// Runs `cmctl submit`.
@@ -202,11 +238,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         std::fs::read_to_string(&p.file).map_err(|e| anyhow::anyhow!("{}: {e}", p.file))?
     };
     let settings = settings()?;
-    // Check the whole file before reserving a cluster: a bad file queues nothing.
-    let Some(checked) = build(&p, &text, 1, &settings) else {
-        return Ok(1);
-    };
+    let who = submitter(&p.file);
     if p.dry_run {
+        let checked = match build(&p.file, &text, &who, &settings) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{e}");
+                return Ok(1);
+            }
+        };
         for w in &checked.warnings {
             eprintln!("WARNING: {w}");
         }
@@ -215,16 +255,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let path = crate::schedd::socket_path(p.socket.as_deref(), |k| std::env::var(k).ok())?;
     let mut schedd = crate::schedd::Schedd::connect(&path)?;
-    let cluster = schedd.new_cluster()?;
-    let Some(submission) = build(&p, &text, cluster, &settings) else {
-        return Ok(1);
-    };
-    for w in &submission.warnings {
-        eprintln!("WARNING: {w}");
+    match queue_jobs(&mut schedd, &p.file, &text, &who, &settings)? {
+        Queued::Refused(e) => {
+            eprintln!("{e}");
+            Ok(1)
+        }
+        Queued::Done(submission, reply) => {
+            for w in &submission.warnings {
+                eprintln!("WARNING: {w}");
+            }
+            print!("{}", submitted_text(reply.count as usize, reply.cluster));
+            Ok(0)
+        }
     }
-    let reply = schedd.submit(cluster, wire_ads(&submission))?;
-    print!("{}", submitted_text(reply.count as usize, reply.cluster));
-    Ok(0)
 }
 
 #[cfg(test)]

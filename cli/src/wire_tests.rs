@@ -5,6 +5,7 @@
 use crate::jobs::{self, Tool};
 use crate::queue::{self, columns::Clock};
 use crate::schedd::Schedd;
+use crate::submit;
 use aerie_proto::schedd::{self as pb, schedd_server};
 use classad::{ClassAd, Value};
 use std::sync::{Arc, Mutex};
@@ -145,28 +146,36 @@ fn submit_then_query_then_act_over_a_unix_socket() {
     let (_dir, path, _rt) = serve(fake.clone());
     let mut schedd = Schedd::connect(&path).unwrap();
 
-    // submit: a cluster first, then the ads built for it.
-    let cluster = schedd.new_cluster().unwrap();
-    assert_eq!(cluster, 42);
+    // submit: a bad file is refused whole, naming file and line, and reserves no cluster.
     let who = aerie_submit::Submitter {
         user: "tester".into(),
         cwd: "/tmp".into(),
         submit_file: "job.sub".into(),
         now: 1_700_000_000,
-        cluster,
+        cluster: 1,
     };
+    let settings = aerie_submit::Settings::default();
+    let bad = "executable = /bin/echo\nrequest_memory = 10 XB\nqueue\n";
+    match submit::queue_jobs(&mut schedd, "job.sub", bad, &who, &settings).unwrap() {
+        submit::Queued::Refused(e) => {
+            assert!(
+                e.starts_with("ERROR: job.sub, line 2, request_memory:"),
+                "{e}"
+            )
+        }
+        submit::Queued::Done(..) => panic!("a bad file was queued"),
+    }
+    assert_eq!(fake.0.lock().unwrap().next_cluster, 41);
+    // A good one: a cluster first, then the ads built for it, in one Submit.
     let text = "executable = /bin/echo\narguments = $(Cluster).$(Process)\nqueue 3\n";
-    let s = aerie_submit::submit(
-        "job.sub",
-        text,
-        &who,
-        &aerie_submit::Settings::default(),
-        &aerie_submit::RealHost,
-    )
-    .unwrap();
-    let ads: Vec<String> = s.ads.iter().map(|a| a.to_old_syntax()).collect();
-    let reply = schedd.submit(cluster, ads).unwrap();
-    assert_eq!((reply.cluster, reply.count), (42, 3));
+    let s = match submit::queue_jobs(&mut schedd, "job.sub", text, &who, &settings).unwrap() {
+        submit::Queued::Done(s, reply) => {
+            assert_eq!((reply.cluster, reply.count), (42, 3));
+            s
+        }
+        submit::Queued::Refused(e) => panic!("{e}"),
+    };
+    assert_eq!(s.cluster, 42);
 
     // q: the caller's jobs, through the same query condor_q's default view sends.
     let p = queue::parse(&["-nobatch".to_string()]).unwrap();

@@ -4,9 +4,9 @@
 //! access point, the slots from any CM's collector (`--cms`/`$AERIE_CMS`, as `cmctl status`).
 //!
 //! Kept honest and simple: each slot is counted once, in the first of "rejected by the job's
-//! Requirements", "rejects the job by its own Requirements (START)", "matches but is claimed",
-//! "matches and is available"; then each top-level `&&` clause of the job's Requirements with
-//! the number of slots it alone accepts and rejects. User priority and preemption are not
+//! Requirements", "rejects the job by its own Requirements (START)", "matches and already runs
+//! your job", "matches but serves another user", "able to run your job"; then each top-level
+//! `&&` clause of the job's Requirements with the number of slots it alone accepts. User priority and preemption are not
 //! considered (condor_q's "ignoring user priority").
 use super::columns::{self as col, Clock};
 use super::Target;
@@ -19,18 +19,18 @@ use std::collections::BTreeSet;
 /// The counts of one analysis.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Analysis {
-    /// Slots looked at.
+    /// Slots looked at (condor_q 23.9 calls them machines).
     pub slots: usize,
-    /// Distinct `Machine`s among them.
-    pub machines: usize,
     /// Slots the job's Requirements reject.
     pub rejected_by_job: usize,
     /// Slots whose own Requirements reject the job.
     pub rejected_by_slot: usize,
-    /// Slots that match but are claimed (serving someone).
-    pub matched_claimed: usize,
+    /// Slots that match and are claimed by the job's user already.
+    pub running_yours: usize,
+    /// Slots that match but are claimed by someone else.
+    pub serving_others: usize,
     /// Slots that match and are not claimed.
-    pub matched_available: usize,
+    pub available: usize,
     /// Each top-level clause of the job's Requirements and how many slots it accepts.
     pub clauses: Vec<(String, usize)>,
 }
@@ -64,25 +64,22 @@ fn is_true(v: Value) -> bool {
 pub fn analyse(job: &ClassAd, slots: &[ClassAd]) -> Analysis {
     let mut a = Analysis {
         slots: slots.len(),
-        machines: slots
-            .iter()
-            .map(|s| {
-                col::string(s, "Machine")
-                    .unwrap_or_else(|| col::string(s, "Name").unwrap_or_default())
-            })
-            .collect::<BTreeSet<_>>()
-            .len(),
         ..Analysis::default()
     };
+    let user = col::string(job, "User");
     for s in slots {
         if !is_true(job.eval_attr_with("Requirements", Some(s))) {
             a.rejected_by_job += 1;
         } else if !is_true(s.eval_attr_with("Requirements", Some(job))) {
             a.rejected_by_slot += 1;
         } else if col::string(s, "State").as_deref() == Some("Claimed") {
-            a.matched_claimed += 1;
+            if user.is_some() && col::string(s, "RemoteUser") == user {
+                a.running_yours += 1;
+            } else {
+                a.serving_others += 1;
+            }
         } else {
-            a.matched_available += 1;
+            a.available += 1;
         }
     }
     if let Some(req) = job.lookup("Requirements") {
@@ -97,34 +94,43 @@ pub fn analyse(job: &ClassAd, slots: &[ClassAd]) -> Analysis {
     a
 }
 
-/// The job's own attributes its Requirements refer to, with their values.
+/// The job's own attributes its Requirements refer to, directly or through one another, as
+/// written, with condor's units for the requests (`RequestDisk` in KiB, `RequestMemory` in
+/// MiB), sorted by name.
 fn referenced(job: &ClassAd) -> Vec<String> {
     let Some(req) = job.lookup("Requirements") else {
         return Vec::new();
     };
-    let names = req.references().internal;
-    let mut out = Vec::new();
-    for (name, e) in job.iter() {
-        if names.contains(&name.to_ascii_lowercase()) {
-            let v = job.eval_expr(e);
-            let shown = match v {
-                Value::Undefined | Value::Error => e.to_string(),
-                v => match &v {
-                    Value::Real(r) => crate::status::real(*r),
-                    _ => v.to_string(),
-                },
-            };
-            out.push(format!("{name} = {shown}"));
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = req.references().internal.into_iter().collect();
+    while let Some(n) = todo.pop() {
+        if let Some(e) = job.lookup(&n) {
+            if names.insert(n.clone()) {
+                todo.extend(e.references().internal);
+            }
         }
     }
+    let mut out: Vec<String> = job
+        .iter()
+        .filter(|(name, _)| names.contains(&name.to_ascii_lowercase()))
+        .map(|(name, e)| {
+            let unit = match name.to_ascii_lowercase().as_str() {
+                "requestdisk" => " (kb)",
+                "requestmemory" => " (mb)",
+                _ => "",
+            };
+            format!("{name} = {e}{unit}")
+        })
+        .collect();
     out.sort_by_key(|l| l.to_ascii_lowercase());
     out
 }
 
-/// The analysis as text.
+/// The analysis as text, in condor_q 23.9.6's words (its clause table is condor's before
+/// it prunes and merges clauses: one row per top-level clause, the slots it alone accepts).
 pub fn render(job: &ClassAd, a: &Analysis) -> String {
     let (c, p) = col::job_id(job);
-    let id = format!("{c}.{p}");
+    let id = format!("{c}.{p:03}");
     let mut out = String::new();
     let req = job
         .lookup("Requirements")
@@ -148,39 +154,27 @@ pub fn render(job: &ClassAd, a: &Analysis) -> String {
     for (i, (text, n)) in a.clauses.iter().enumerate() {
         out.push_str(&format!("{:<5}  {:>8}  {}\n", format!("[{i}]"), n, text));
     }
-    let status = match col::int(job, "JobStatus").unwrap_or(0) {
-        col::status::RUNNING => format!("Job {id} is running."),
-        col::status::HELD => format!(
-            "Job {id} is held.\n\nHold reason: {}",
+    if col::int(job, "JobStatus") == Some(col::status::HELD) {
+        out.push_str(&format!(
+            "\nJob {c}.{p} is held.\n\nHold reason: {}\n",
             col::string(job, "HoldReason").unwrap_or_default()
+        ));
+    }
+    out.push_str(&format!(
+        "\n{c:03}.{p:03}:  Run analysis summary ignoring user priority.  Of {} machines,\n",
+        a.slots
+    ));
+    for (n, what) in [
+        (a.rejected_by_job, "are rejected by your job's requirements"),
+        (
+            a.rejected_by_slot,
+            "reject your job because of their own requirements",
         ),
-        col::status::COMPLETED => format!("Job {id} is completed."),
-        col::status::REMOVED => format!("Job {id} is removed."),
-        _ => format!("Job {id} is idle."),
-    };
-    out.push_str(&format!("\n{c:03}.{p:03}:  {status}\n"));
-    out.push_str(&format!(
-        "\n{c:03}.{p:03}:  Run analysis summary ignoring user priority.  Of {} slots on {} machines,\n",
-        a.slots, a.machines
-    ));
-    out.push_str(&format!(
-        "  {:5} slots are rejected by your job's requirements\n",
-        a.rejected_by_job
-    ));
-    out.push_str(&format!(
-        "  {:5} slots reject your job because of their own requirements\n",
-        a.rejected_by_slot
-    ));
-    out.push_str(&format!(
-        "  {:5} slots match but are serving other users\n",
-        a.matched_claimed
-    ));
-    out.push_str(&format!(
-        "  {:5} slots are able to run your job\n",
-        a.matched_available
-    ));
-    if a.slots > 0 && a.matched_claimed + a.matched_available == 0 {
-        out.push_str("\nWARNING:  Be advised:\n   No slots matched the job's constraints\n");
+        (a.running_yours, "match and are already running your jobs"),
+        (a.serving_others, "match but are serving other users"),
+        (a.available, "are able to run your job"),
+    ] {
+        out.push_str(&format!("  {n:5} {what}\n"));
     }
     out
 }

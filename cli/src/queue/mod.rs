@@ -43,7 +43,7 @@ pub struct AfOptions {
     pub label: bool,
     /// `:t`: tab-separated.
     pub tabs: bool,
-    /// `:,`: comma-separated.
+    /// `:,`: separated by a comma and a space.
     pub commas: bool,
     /// `:n`: one value a line.
     pub newlines: bool,
@@ -270,7 +270,12 @@ pub fn autoformat(ads: &[ClassAd], o: &AfOptions, attrs: &[String]) -> String {
             let mut row: Vec<String> = Vec::new();
             if o.job_id {
                 let (c, p) = columns::job_id(a);
-                row.push(format!("{c}.{p}"));
+                // Under a header the id takes condor_q's ID column (`%4d.%-3d`).
+                row.push(if o.header {
+                    views::id_cells(a)
+                } else {
+                    format!("{c}.{p}")
+                });
             }
             for n in attrs {
                 let v = if o.raw {
@@ -290,7 +295,7 @@ pub fn autoformat(ads: &[ClassAd], o: &AfOptions, attrs: &[String]) -> String {
     } else if o.tabs {
         "\t"
     } else if o.commas {
-        ","
+        ", "
     } else {
         " "
     };
@@ -298,7 +303,7 @@ pub fn autoformat(ads: &[ClassAd], o: &AfOptions, attrs: &[String]) -> String {
     if o.header && !o.newlines {
         let mut names: Vec<String> = Vec::new();
         if o.job_id {
-            names.push("ID".into());
+            names.push(" ID".into());
         }
         names.extend(attrs.iter().cloned());
         let widths: Vec<usize> = (0..names.len())

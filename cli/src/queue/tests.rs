@@ -110,6 +110,40 @@ fn autoformat_matches_condor_q() {
 }
 
 #[test]
+fn autoformat_options_match_condor_q() {
+    // The second reference session queued cluster 1 (three jobs of ref) alone.
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["-af:jh", "ClusterId", "Owner"],
+            include_str!("../../tests/fixtures/queue/cluster1.af_jh.out"),
+        ),
+        (
+            &["-af:l", "ClusterId", "Owner"],
+            include_str!("../../tests/fixtures/queue/cluster1.af_l.out"),
+        ),
+        (
+            &["-af:,", "ClusterId", "Owner"],
+            include_str!("../../tests/fixtures/queue/cluster1.af_comma.out"),
+        ),
+        (
+            &["-af:t", "ClusterId", "Owner"],
+            include_str!("../../tests/fixtures/queue/cluster1.af_t.out"),
+        ),
+        (
+            &["-af", "ClusterId", "NoSuchAttr"],
+            include_str!("../../tests/fixtures/queue/cluster1.af_undefined.out"),
+        ),
+    ];
+    for (a, want) in cases {
+        let mut with_cluster = vec!["1".to_string()];
+        with_cluster.extend(args(a));
+        let p = parse(&with_cluster).unwrap();
+        let got = render(&p, &select(&ads(POOL_ADS), &p, "ref"), None, &CLOCK);
+        assert_eq!(got, want, "cmctl q {a:?}");
+    }
+}
+
+#[test]
 fn json_of_one_job_matches_condor_q() {
     let want = include_str!("../../tests/fixtures/queue/pool.json_1.0.out");
     assert_eq!(q_pool(&["-json", "1.0"]), want);
@@ -118,6 +152,10 @@ fn json_of_one_job_matches_condor_q() {
 #[test]
 fn long_prints_every_attribute_sorted() {
     assert_eq!(q_pool(&["-long"]), POOL_ADS);
+    // condor_history -long of two removed jobs: the same form.
+    let removed = include_str!("../../tests/fixtures/queue/history.long.ads");
+    let p = history::parse(&args(&["-long"])).unwrap().unwrap();
+    assert_eq!(history::render(&p, &ads(removed), &CLOCK), removed);
 }
 
 /// condor_q -jobads over a queue of several users with running, held, completed and removed
@@ -233,63 +271,65 @@ fn history_table_matches_condor_history() {
     );
 }
 
+/// The lines of `text` from the first that starts with `from` up to the first blank line.
+fn block<'a>(text: &'a str, from: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(from))
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
 #[test]
-fn better_analyze_counts_slots_per_clause() {
+fn better_analyze_matches_condor_qs_counts() {
+    // condor_q -better-analyze 1.0 in the reference pool with these four slots: one too
+    // small, one whose START is false, one Windows, one that fits.
     let job = &ads(POOL_ADS)[0];
-    let slot = |extra: &str| {
-        ads(&format!(
-            "MyType = \"Machine\"\nName = \"slot1@n\"\nMachine = \"n\"\nArch = \"X86_64\"\nOpSys = \"LINUX\"\n\
-             Disk = 1000000\nMemory = 1024\nRequirements = true\nFileSystemDomain = \"ref.test\"\nState = \"Unclaimed\"\n{extra}\n"
-        ))
-        .remove(0)
-    };
-    let slots = vec![
-        slot("Memory = 50\nMachine = \"n1\""),
-        slot("Requirements = false\nMachine = \"n2\""),
-        slot("Machine = \"n3\""),
-        slot("OpSys = \"WINDOWS\"\nMachine = \"n3\""),
-        slot("State = \"Claimed\"\nMachine = \"n4\""),
-    ];
+    let slots = ads(include_str!("../../tests/fixtures/queue/analyze.slots.ads"));
+    let want = include_str!("../../tests/fixtures/queue/pool.better_analyze.out");
     let a = analyze::analyse(job, &slots);
-    assert_eq!(
-        (
-            a.slots,
-            a.machines,
-            a.rejected_by_job,
-            a.rejected_by_slot,
-            a.matched_claimed,
-            a.matched_available
-        ),
-        (5, 4, 2, 1, 1, 1)
-    );
+    let got = analyze::render(job, &a);
+    for from in [
+        "The Requirements expression for job 1.000 is",
+        "Job 1.000 defines the following attributes:",
+        "001.000:  Run analysis summary",
+    ] {
+        assert_eq!(block(&got, from), block(want, from), "{got}");
+    }
     let counts: Vec<(&str, usize)> = a.clauses.iter().map(|(c, n)| (c.as_str(), *n)).collect();
     assert_eq!(
         counts,
         vec![
-            ("TARGET.Arch == \"X86_64\"", 5),
-            ("TARGET.OpSys == \"LINUX\"", 4),
-            ("TARGET.Disk >= RequestDisk", 5),
-            ("TARGET.Memory >= RequestMemory", 4),
+            ("TARGET.Arch == \"X86_64\"", 4),
+            ("TARGET.OpSys == \"LINUX\"", 3),
+            ("TARGET.Disk >= RequestDisk", 4),
+            ("TARGET.Memory >= RequestMemory", 3),
             (
                 "(TARGET.FileSystemDomain == MY.FileSystemDomain) || (TARGET.HasFileTransfer)",
-                5
+                4
             ),
         ]
     );
-    let text = analyze::render(job, &a);
     assert!(
-        text.contains("[1]           4  TARGET.OpSys == \"LINUX\"\n"),
-        "{text}"
+        got.contains("[1]           3  TARGET.OpSys == \"LINUX\"\n"),
+        "{got}"
     );
-    assert!(
-        text.contains("      2 slots are rejected by your job's requirements\n"),
-        "{text}"
-    );
-    assert!(text.contains("    RequestMemory = 100\n"), "{text}");
-    assert!(
-        text.contains(
-            "001.000:  Run analysis summary ignoring user priority.  Of 5 slots on 4 machines,"
-        ),
-        "{text}"
-    );
+}
+
+#[test]
+fn better_analyze_tells_claimed_slots_apart() {
+    let job = &ads(POOL_ADS)[0];
+    let slot = |extra: &str| {
+        ads(&format!(
+            "Arch = \"X86_64\"\nOpSys = \"LINUX\"\nDisk = 1000000\nMemory = 1024\n\
+             Requirements = true\nFileSystemDomain = \"ref.test\"\nState = \"Unclaimed\"\n{extra}\n"
+        ))
+        .remove(0)
+    };
+    let slots = vec![
+        slot("State = \"Claimed\"\nRemoteUser = \"ref@ref.test\""),
+        slot("State = \"Claimed\"\nRemoteUser = \"bob@ref.test\""),
+        slot(""),
+    ];
+    let a = analyze::analyse(job, &slots);
+    assert_eq!((a.running_yours, a.serving_others, a.available), (1, 1, 1));
 }

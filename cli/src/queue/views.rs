@@ -71,7 +71,7 @@ fn by_id(ads: &[ClassAd]) -> Vec<&ClassAd> {
 }
 
 /// ` ID` (`%4d.`, width 5) and the proc (`%-3d`): the first two columns of the job views.
-fn id_cells(ad: &ClassAd) -> String {
+pub(crate) fn id_cells(ad: &ClassAd) -> String {
     let (c, p) = col::job_id(ad);
     format!("{:>5}{:<3}", format!("{c:>4}."), p)
 }
