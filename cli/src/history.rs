@@ -79,12 +79,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {
                 .map_err(|_| anyhow::anyhow!("{a} {n:?}: not a number of jobs"))?;
             i += 1;
         } else if is_arg(a, "constraint", 3) {
-            let Some(c) = args.get(i) else {
-                bail!("{a} needs an expression");
-            };
-            queue::check_constraint(a, c)?;
-            p.constraints.push(c.clone());
-            i += 1;
+            p.constraints.push(queue::constraint_arg(a, &args, &mut i)?);
         } else if a.starts_with("-af") || a.starts_with("-auto") || a.starts_with("--af") {
             let mut af: Vec<String> = vec![a.clone()];
             while i < args.len() && !args[i].starts_with('-') {
@@ -104,12 +99,9 @@ pub fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {
 
 /// The constraint sent to the access point: the targets (any) and the `-constraint`s.
 pub fn constraint(p: &Parsed) -> String {
-    let mut parts: Vec<String> = p.constraints.iter().map(|c| format!("({c})")).collect();
-    if !p.targets.is_empty() {
-        let any: Vec<String> = p.targets.iter().map(Target::constraint).collect();
-        parts.push(format!("({})", any.join(" || ")));
-    }
-    parts.join(" && ")
+    queue::join_constraints(&p.constraints, &p.targets)
+        .0
+        .join(" && ")
 }
 
 /// The default table as condor_history 23.9.6 prints it, rows in the order given (the access

@@ -9,7 +9,7 @@
 //! been released", "Couldn't find/remove all jobs matching constraint (...)"). Failures go to
 //! standard error after a blank line, as condor prints them, and make the exit code 1. The
 //! access point decides who may change what (the caller is taken from the connection).
-use crate::queue::{check_constraint, is_arg, quote, Target};
+use crate::queue::{constraint_arg, is_arg, quote, Target};
 use crate::schedd::{self, Schedd};
 use aerie_proto::schedd::{self as pb, Action};
 use anyhow::bail;
@@ -146,10 +146,8 @@ pub fn parse(tool: Tool, args: &[String]) -> anyhow::Result<Option<Parsed>> {
         } else if is_arg(a, "help", 1) {
             return Ok(None);
         } else if is_arg(a, "constraint", 3) {
-            let c = value(i)?;
-            check_constraint(a, &c)?;
-            p.picks.push(Pick::Constraint(c));
-            i += 1;
+            p.picks
+                .push(Pick::Constraint(constraint_arg(a, &args, &mut i)?));
         } else if is_arg(a, "all", 2) && tool != Tool::Qedit {
             p.picks.push(Pick::All);
         } else if is_arg(a, "reason", 1) && matches!(tool, Tool::Rm | Tool::Hold | Tool::Release) {

@@ -167,10 +167,26 @@ fn af_options(a: &str) -> Option<anyhow::Result<AfOptions>> {
     Some(Ok(o))
 }
 
-/// Reads a ClassAd constraint given on the command line, so a typo fails here.
-pub(crate) fn check_constraint(flag: &str, c: &str) -> anyhow::Result<()> {
+/// The expression after `-constraint` (`flag`) at `args[*i]`, checked so that a typo fails
+/// here; moves `i` past it.
+pub(crate) fn constraint_arg(flag: &str, args: &[String], i: &mut usize) -> anyhow::Result<String> {
+    let Some(c) = args.get(*i) else {
+        bail!("{flag} needs an expression");
+    };
     classad::parse_expr(c).map_err(|e| anyhow::anyhow!("{flag} {c:?}: {e}"))?;
-    Ok(())
+    *i += 1;
+    Ok(c.clone())
+}
+
+/// The parts of a query's constraint (all must hold): each `-constraint`, and the targets
+/// (any of them); and whether there were targets.
+pub(crate) fn join_constraints(constraints: &[String], targets: &[Target]) -> (Vec<String>, bool) {
+    let mut parts: Vec<String> = constraints.iter().map(|c| format!("({c})")).collect();
+    if !targets.is_empty() {
+        let any: Vec<String> = targets.iter().map(Target::constraint).collect();
+        parts.push(format!("({})", any.join(" || ")));
+    }
+    (parts, !targets.is_empty())
 }
 
 /// Parses condor_q's command line.
@@ -211,12 +227,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Parsed> {
         } else if is_arg(a, "allusers", 2) {
             p.all_users = true;
         } else if is_arg(a, "constraint", 3) {
-            let Some(c) = args.get(i) else {
-                bail!("{a} needs an expression");
-            };
-            check_constraint(a, c)?;
-            p.constraints.push(c.clone());
-            i += 1;
+            p.constraints.push(constraint_arg(a, &args, &mut i)?);
         } else if is_arg(a, "better-analyze", 3) || is_arg(a, "analyze", 3) {
             let Some(j) = args.get(i) else {
                 bail!("{a} needs a job id (CLUSTER.PROC)");
@@ -237,11 +248,8 @@ pub fn parse(args: &[String]) -> anyhow::Result<Parsed> {
 /// own (`-hold`: held jobs, `-run`: running jobs), and, without targets or `-allusers`,
 /// only `me`'s jobs.
 pub fn constraint(p: &Parsed, me: &str) -> String {
-    let mut parts: Vec<String> = p.constraints.iter().map(|c| format!("({c})")).collect();
-    if !p.targets.is_empty() {
-        let any: Vec<String> = p.targets.iter().map(Target::constraint).collect();
-        parts.push(format!("({})", any.join(" || ")));
-    } else if !p.all_users {
+    let (mut parts, targeted) = join_constraints(&p.constraints, &p.targets);
+    if !targeted && !p.all_users {
         parts.push(format!("(Owner == {})", quote(me)));
     }
     match p.view {
