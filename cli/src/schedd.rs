@@ -176,7 +176,11 @@ fn source_text(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut src = e.source();
     while let Some(s) = src {
-        parts.push(s.to_string());
+        // hyper and tonic repeat their cause in their own text.
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
         src = s.source();
     }
     parts.join(": ")
