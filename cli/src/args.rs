@@ -8,7 +8,7 @@ pub fn is_arg(a: &str, name: &str, min: usize) -> bool {
     let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
         return false;
     };
-    s.len() >= min && name.starts_with(s)
+    !s.is_empty() && s.len() >= min && name.starts_with(s)
 }
 
 #[cfg(test)]
@@ -22,5 +22,6 @@ mod tests {
         assert!(!is_arg("-con", "constraint", 5));
         assert!(!is_arg("constraint", "constraint", 5));
         assert!(!is_arg("-constraints", "constraint", 5));
+        assert!(!is_arg("-", "constraint", 0));
     }
 }

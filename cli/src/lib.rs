@@ -10,15 +10,25 @@ mod client;
 mod cluster;
 mod drain;
 mod eval;
+mod history;
+mod jobs;
 mod negotiator;
+mod queue;
 mod quota;
+mod schedd;
 mod status;
 mod submit;
 mod userprio;
 mod whatif;
+#[cfg(test)]
+mod wire_tests;
 
 #[derive(Parser)]
-#[command(name = "cmctl", version, about = "Administer an Aerie central manager")]
+#[command(
+    name = "cmctl",
+    version,
+    about = "Administer an Aerie pool and use its access points"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -45,12 +55,28 @@ enum Command {
     /// Publish or remove ads in the collector, as condor_advertise does (-tcp is accepted:
     /// Aerie always sends over gRPC on TCP; -help for the details).
     Advertise(advertise::Args),
-    /// Read a submit description and build its job ads, as condor_submit does; only
-    /// -dry-run works until the access point exists.
+    /// Submit jobs to an access point, as condor_submit does (-dry-run: only print the ads).
+    /// The access point: -name SOCKET, else $AERIE_AP_SOCKET, else $AERIE_RUN_DIR/ap.sock.
     Submit(submit::Args),
     /// Drain machines, or cancel a drain, as condor_drain does (replicated through Raft; the
     /// leader carries it out on the machine).
     Drain(drain::Args),
+    /// Show the jobs in an access point's queue, as condor_q does.
+    Q(queue::Args),
+    /// Remove jobs, as condor_rm does.
+    Rm(jobs::Args),
+    /// Hold jobs, as condor_hold does.
+    Hold(jobs::Args),
+    /// Release held jobs, as condor_release does.
+    Release(jobs::Args),
+    /// Stop running jobs and put them back to idle, as condor_vacate_job does.
+    VacateJob(jobs::Args),
+    /// Change the priority of jobs (JobPrio), as condor_prio does.
+    Prio(jobs::Args),
+    /// Change attributes of queued jobs, as condor_qedit does.
+    Qedit(jobs::Args),
+    /// Show finished jobs, newest first, as condor_history does.
+    History(history::Args),
 }
 
 /// Parses this process's arguments, runs the subcommand and returns the exit code.
@@ -68,6 +94,14 @@ pub fn cli_main() -> i32 {
         Command::Advertise(args) => advertise::run(args),
         Command::Submit(args) => submit::run(args),
         Command::Drain(args) => drain::run(args),
+        Command::Q(args) => queue::run(args),
+        Command::Rm(args) => jobs::run(jobs::Tool::Rm, args),
+        Command::Hold(args) => jobs::run(jobs::Tool::Hold, args),
+        Command::Release(args) => jobs::run(jobs::Tool::Release, args),
+        Command::VacateJob(args) => jobs::run(jobs::Tool::Vacate, args),
+        Command::Prio(args) => jobs::run(jobs::Tool::Prio, args),
+        Command::Qedit(args) => jobs::run(jobs::Tool::Qedit, args),
+        Command::History(args) => history::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,10 +1,15 @@
-//! `cmctl submit [-dry-run] FILE`: condor_submit. The client reads the submit description
-//! (the `aerie-submit` crate) and builds the job ads itself; sending them to an access point
-//! comes with the access point (issue 15). Today only `-dry-run` works: it prints the ads in
-//! `condor_q -long` form (attributes sorted, one ad per job, a blank line after each) and
-//! then `N job(s) dry-run to cluster C.` as condor_submit does, and queues nothing. Without
-//! `-dry-run` the file is still checked, then the command says that submitting needs an
-//! access point and exits non-zero.
+//! `cmctl submit [-dry-run] [-name SOCKET] FILE`: condor_submit. The client reads the submit
+//! description (the `aerie-submit` crate) and builds the job ads itself, as condor_submit does
+//! (`src/condor_submit.V6/submit.cpp`): it first checks the whole file (an error names file,
+//! line and command, and nothing is queued), then reserves a cluster at the access point
+//! (`Schedd.NewCluster`, so that `$(Cluster)` expands to it), builds the ads for that cluster
+//! and queues them in one `Schedd.Submit`, all or none. It prints what condor_submit prints:
+//! `Submitting job(s)` with a dot per job, then `N job(s) submitted to cluster C.`. The access
+//! point is the one of [`crate::schedd::socket_path`].
+//!
+//! `-dry-run` prints the ads in `condor_q -long` form (attributes sorted, one ad per job, a
+//! blank line after each) and then `N job(s) dry-run to cluster C.` as condor_submit does, and
+//! queues nothing (it needs no access point).
 //!
 //! The configuration (`$AERIE_CONFIG`, `$CONDOR_CONFIG`, /etc/aerie/aerie.conf), when there
 //! is one, gives `FILESYSTEM_DOMAIN`, the `JOB_DEFAULT_*` requests and the other knobs
@@ -16,25 +21,27 @@ use std::path::PathBuf;
 /// `cmctl submit` arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// condor_submit options: [-dry-run] FILE (`-` reads the submit description from
+    /// condor_submit options: [-dry-run] [-name SOCKET] FILE (`-` reads the submit description from
     /// standard input)
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }
 
-const USAGE: &str = "usage: cmctl submit [-dry-run] FILE";
+const USAGE: &str = "usage: cmctl submit [-dry-run] [-name SOCKET] FILE";
 
 /// The parsed command line.
 #[derive(Debug, PartialEq, Eq)]
 struct Parsed {
     dry_run: bool,
     file: String,
+    socket: Option<String>,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {
+    let (socket, args) = crate::schedd::take_socket_arg(args)?;
     let mut dry_run = false;
     let mut file = None;
-    for a in args {
+    for a in &args {
         if a == "-" || !a.starts_with('-') {
             if file.replace(a.clone()).is_some() {
                 anyhow::bail!("more than one submit file given\n{USAGE}");
@@ -50,7 +57,11 @@ fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {
     let Some(file) = file else {
         anyhow::bail!("no submit file given\n{USAGE}");
     };
-    Ok(Some(Parsed { dry_run, file }))
+    Ok(Some(Parsed {
+        dry_run,
+        file,
+        socket,
+    }))
 }
 
 /// The submitting user: the Unix user of the caller.
@@ -136,6 +147,78 @@ fn dry_run_text(s: &Submission) -> String {
     out
 }
 
+/// What condor_submit prints once the access point has queued the jobs.
+fn submitted_text(count: usize, cluster: i64) -> String {
+    format!(
+        "Submitting job(s){}\n{count} job(s) submitted to cluster {cluster}.\n",
+        ".".repeat(count)
+    )
+}
+
+/// The ads as the access point takes them: old ClassAd syntax, one string per job.
+fn wire_ads(s: &Submission) -> Vec<String> {
+    s.ads.iter().map(|a| a.to_old_syntax()).collect()
+}
+
+/// The submitting user, directory, file and time; the cluster is filled in per build.
+pub(crate) fn submitter(file: &str) -> Submitter {
+    Submitter {
+        user: user(),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        submit_file: file.to_string(),
+        now: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+        cluster: 1,
+    }
+}
+
+/// Builds the submission for `who.cluster`; a bad file gives the error condor_submit prints
+/// (`ERROR: ...`, naming file, line and command).
+pub(crate) fn build(
+    file: &str,
+    text: &str,
+    who: &Submitter,
+    settings: &Settings,
+) -> Result<Submission, String> {
+    aerie_submit::submit(file, text, who, settings, &RealHost).map_err(|e| format!("ERROR: {e}"))
+}
+
+/// What queuing a submit file came to.
+pub(crate) enum Queued {
+    /// The access point queued the jobs.
+    Done(Submission, aerie_proto::schedd::SubmitReply),
+    /// The file is bad (the error condor_submit prints); nothing was queued.
+    Refused(String),
+}
+
+/// Queues a submit file's jobs at the access point, as condor_submit does: the whole file is
+/// checked first (a bad file queues nothing and reserves no cluster), then a cluster is
+/// reserved, the ads are built for it and sent in one `Submit`, all or none.
+pub(crate) fn queue_jobs(
+    schedd: &mut crate::schedd::Schedd,
+    file: &str,
+    text: &str,
+    who: &Submitter,
+    settings: &Settings,
+) -> anyhow::Result<Queued> {
+    if let Err(e) = build(file, text, who, settings) {
+        return Ok(Queued::Refused(e));
+    }
+    let cluster = schedd.new_cluster()?;
+    let who = Submitter {
+        cluster,
+        ..who.clone()
+    };
+    let submission = match build(file, text, &who, settings) {
+        Ok(s) => s,
+        Err(e) => return Ok(Queued::Refused(e)),
+    };
+    let reply = schedd.submit(cluster, wire_ads(&submission))?;
+    Ok(Queued::Done(submission, reply))
+}
+
 /// Runs `cmctl submit`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let Some(p) = parse(&args.args)? else {
@@ -147,39 +230,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         std::fs::read_to_string(&p.file).map_err(|e| anyhow::anyhow!("{}: {e}", p.file))?
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let who = Submitter {
-        user: user(),
-        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-        submit_file: p.file.clone(),
-        now,
-        cluster: 1,
-    };
-    let submission = match aerie_submit::submit(&p.file, &text, &who, &settings()?, &RealHost) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            return Ok(1);
-        }
-    };
-    for w in &submission.warnings {
-        eprintln!("WARNING: {w}");
-    }
+    let settings = settings()?;
+    let who = submitter(&p.file);
     if p.dry_run {
-        print!("{}", dry_run_text(&submission));
+        let checked = match build(&p.file, &text, &who, &settings) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{e}");
+                return Ok(1);
+            }
+        };
+        for w in &checked.warnings {
+            eprintln!("WARNING: {w}");
+        }
+        print!("{}", dry_run_text(&checked));
         return Ok(0);
     }
-    eprintln!(
-        "cmctl submit: {} is valid ({} job(s)), but submitting needs an access point, which Aerie \
-         does not have yet; `cmctl submit -dry-run {}` shows the job ads",
-        p.file,
-        submission.ads.len(),
-        p.file
-    );
-    Ok(1)
+    let path = crate::schedd::socket_path(p.socket.as_deref(), |k| std::env::var(k).ok())?;
+    let mut schedd = crate::schedd::Schedd::connect(&path)?;
+    match queue_jobs(&mut schedd, &p.file, &text, &who, &settings)? {
+        Queued::Refused(e) => {
+            eprintln!("{e}");
+            Ok(1)
+        }
+        Queued::Done(submission, reply) => {
+            for w in &submission.warnings {
+                eprintln!("WARNING: {w}");
+            }
+            print!("{}", submitted_text(reply.count as usize, reply.cluster));
+            Ok(0)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -211,19 +292,29 @@ mod tests {
             parse(&strs(&["-dry-run", "job.sub"])).unwrap(),
             Some(Parsed {
                 dry_run: true,
-                file: "job.sub".into()
+                file: "job.sub".into(),
+                socket: None,
             })
         );
         assert_eq!(
             parse(&strs(&["job.sub"])).unwrap(),
             Some(Parsed {
                 dry_run: false,
-                file: "job.sub".into()
+                file: "job.sub".into(),
+                socket: None,
             })
         );
         assert_eq!(parse(&strs(&["-help"])).unwrap(), None);
         assert!(parse(&strs(&["-dry-run"])).is_err());
         assert!(parse(&strs(&["-bogus", "x.sub"])).is_err());
+        assert_eq!(
+            parse(&strs(&["-name", "/run/ap.sock", "job.sub"]))
+                .unwrap()
+                .unwrap()
+                .socket
+                .as_deref(),
+            Some("/run/ap.sock")
+        );
     }
 
     #[test]
@@ -249,5 +340,18 @@ mod tests {
         );
         assert!(has(ads[1], "RequestMemory = 2048"), "{out}");
         assert_eq!(ads[2], "2 job(s) dry-run to cluster 1.\n");
+    }
+
+    #[test]
+    fn submitting_prints_a_dot_per_job_then_the_cluster() {
+        // condor_submit 23.9.6 in the reference pool: `queue 3`, then `queue 2`.
+        assert_eq!(
+            submitted_text(3, 1),
+            "Submitting job(s)...\n3 job(s) submitted to cluster 1.\n"
+        );
+        assert_eq!(
+            submitted_text(2, 2),
+            "Submitting job(s)..\n2 job(s) submitted to cluster 2.\n"
+        );
     }
 }

@@ -57,13 +57,7 @@ pub struct Parsed {
     pub active_from: Option<i64>,
 }
 
-/// `is_dash_arg_prefix`: `-name` or `--name`, or an abbreviation of at least `min` chars.
-fn is_arg(a: &str, name: &str, min: usize) -> bool {
-    let Some(s) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
-        return false;
-    };
-    !s.is_empty() && s.len() >= min.max(1) && name.starts_with(s) && (s.len() >= min || s == name)
-}
+use crate::args::is_arg;
 
 fn need_full_name(flag: &str, name: &str) -> anyhow::Result<()> {
     if !name.contains('@') && name != "<none>" && !name.starts_with("group_") {
