@@ -27,6 +27,25 @@ pub fn cli_main() -> i32 {
                 }
             }
         }
+        Command::Execute(args) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("aerie-node: cannot start the runtime: {e}");
+                    std::process::exit(2);
+                }
+            };
+            match rt.block_on(crate::execute::run(args)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("aerie-node execute: {e:#}");
+                    2
+                }
+            }
+        }
         Command::CheckClaims(args) => match crate::check::check_files(&args.files) {
             Ok(s) => {
                 if args.json {
