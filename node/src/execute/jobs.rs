@@ -30,7 +30,7 @@ pub struct JobEntry {
     /// CLUSTER.PROC.
     pub job: String,
     running: starter::RunningJob,
-    hard_kill_at: Mutex<Option<i64>>,
+    hard_kill_at: Mutex<Option<Instant>>,
     hard_killed: AtomicBool,
     events: mpsc::UnboundedSender<xpb::JobEventRequest>,
 }
@@ -45,11 +45,11 @@ impl JobEntry {
     }
 
     /// Sends the job its `KillSig`; SIGKILL follows `vacate_seconds` after `now`.
-    pub fn soft_kill(&self, now: i64, vacate_seconds: i64) {
+    pub fn soft_kill(&self, now: Instant, vacate_seconds: i64) {
         tracing::info!(slot = %self.slot, job = %self.job, claim = %self.claim_id, vacate_seconds, "vacating the job");
         self.signal("soft-kill", |p| p.soft_kill());
         let mut at = self.hard_kill_at.lock().unwrap_or_else(|p| p.into_inner());
-        let t = now.saturating_add(vacate_seconds.max(0));
+        let t = now + Duration::from_secs(vacate_seconds.max(0) as u64);
         *at = Some(at.map_or(t, |a| a.min(t)));
     }
 
@@ -62,7 +62,7 @@ impl JobEntry {
     }
 
     /// Whether the vacate time has passed and the job was not yet killed.
-    pub fn hard_kill_due(&self, now: i64) -> bool {
+    pub fn hard_kill_due(&self, now: Instant) -> bool {
         let at = *self.hard_kill_at.lock().unwrap_or_else(|p| p.into_inner());
         !self.hard_killed.load(Ordering::SeqCst)
             && at.is_some_and(|t| now >= t)

@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Notify};
 
 /// How often the policy is evaluated (HTCondor's `POLLING_INTERVAL` is 5 s; a second keeps
@@ -99,6 +99,7 @@ impl Node {
         self.carry_out(effects);
         if changed {
             self.changed.notify_one();
+            self.dump_ads();
         }
         r
     }
@@ -117,7 +118,7 @@ impl Node {
     }
 
     fn carry_out(&self, effects: Vec<Effect>) {
-        let now = unix_now();
+        let now = Instant::now();
         for e in effects {
             match e {
                 Effect::Suspend { claim_id } => {
@@ -164,7 +165,7 @@ impl Node {
     }
 
     /// Hard-kills the jobs whose vacate time has passed.
-    fn hard_kill_due(&self, now: i64) {
+    fn hard_kill_due(&self, now: Instant) {
         let jobs: Vec<Arc<JobEntry>> = lock(&self.jobs).values().cloned().collect();
         for j in jobs {
             if j.hard_kill_due(now) {
@@ -182,7 +183,7 @@ impl Node {
         });
         let idle = machine::idle_times(&machine::read_idle(now, console_devices, bad_utmp, 0));
         self.with_mgr(|m| m.tick(now, load, Some(idle)));
-        self.hard_kill_due(now);
+        self.hard_kill_due(Instant::now());
         let counts = lock(&self.mgr).counts();
         metrics::set_slots(&counts);
         self.dump_ads();
