@@ -22,3 +22,6 @@ pub mod slots;
 
 pub use args::ExecuteArgs;
 pub use run::run;
+
+#[cfg(test)]
+mod tests;
