@@ -283,6 +283,11 @@ async fn a_job_runs_and_its_exit_code_and_output_files_come_back() {
     let shadow = Events::start().await;
     d.wait_state("slot1@node1.test", "Unclaimed", "Idle").await;
     let ad = d.ad("slot1@node1.test").unwrap();
+    let limits = ad.eval_attr("AerieJobLimits");
+    assert!(
+        matches!(limits.as_str(), Some("rlimit" | "cgroup-v2")),
+        "{limits:?}"
+    );
     for attr in [
         "LoadAvg",
         "EnteredCurrentActivity",

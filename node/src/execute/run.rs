@@ -313,7 +313,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         detected: Some((m.cpus, m.memory_mib)),
     };
     let now = unix_now();
-    let mgr = SlotManager::new(
+    let mut mgr = SlotManager::new(
         &lay.slots,
         policy,
         facts,
@@ -322,6 +322,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         rand::random(),
         now,
     );
+    mgr.set_job_limits(limits.name());
     let starter = StarterSetup {
         execute_dir: execute_dir.clone(),
         limits: limits.clone(),

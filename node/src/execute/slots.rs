@@ -123,6 +123,7 @@ pub struct SlotManager {
     dirty: BTreeSet<String>,
     removed: Vec<(String, String)>,
     effects: Vec<Effect>,
+    job_limits: Option<&'static str>,
 }
 
 fn refused(error: String) -> npb::ClaimReply {
@@ -190,9 +191,15 @@ impl SlotManager {
             dirty: BTreeSet::new(),
             removed: Vec::new(),
             effects: Vec::new(),
+            job_limits: None,
         };
         m.tick(now, 0.0, None);
         m
+    }
+
+    /// How the node limits its jobs (`cgroup-v2` or `rlimit`), advertised as `AerieJobLimits`.
+    pub fn set_job_limits(&mut self, method: &'static str) {
+        self.job_limits = Some(method);
     }
 
     /// What the shell must do now; empties the list.
@@ -252,6 +259,9 @@ impl SlotManager {
         let mut ad = ad::slot_ad(slot, spec, &self.facts, &now, &ps, &load)?;
         if let Some(p) = pol {
             ad.update(&p.attributes());
+        }
+        if let Some(l) = self.job_limits {
+            ad.insert_str("AerieJobLimits", l);
         }
         Ok(ad)
     }
