@@ -31,6 +31,9 @@ pub enum Command {
     /// Play a whole pool on this machine: many startds and one access point with many
     /// submitters, advertising to the CMs and taking grants from the leader.
     Simulate(SimulateArgs),
+    /// Run an execute node: the slots of this machine, as its HTCondor configuration lays
+    /// them out, running real jobs for the access points that claim them.
+    Execute(crate::execute::ExecuteArgs),
     /// Check claims logs written by `simulate --claims-log`: no slot claimed twice at once,
     /// no claim accepted with a term older than an earlier one on the same slot.
     CheckClaims(CheckArgs),

@@ -8,25 +8,8 @@ pub fn cli_main() -> i32 {
     let cli = Cli::parse();
     aerie_log::init("aerie_node", cli.log_format);
     let code = match cli.command {
-        Command::Simulate(args) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("aerie-node: cannot start the runtime: {e}");
-                    std::process::exit(2);
-                }
-            };
-            match rt.block_on(crate::simulate::run(args)) {
-                Ok(()) => 0,
-                Err(e) => {
-                    eprintln!("aerie-node simulate: {e:#}");
-                    2
-                }
-            }
-        }
+        Command::Simulate(args) => block_on("simulate", crate::simulate::run(args)),
+        Command::Execute(args) => block_on("execute", crate::execute::run(args)),
         Command::CheckClaims(args) => match crate::check::check_files(&args.files) {
             Ok(s) => {
                 if args.json {
@@ -53,4 +36,26 @@ pub fn cli_main() -> i32 {
         },
     };
     code
+}
+
+/// Runs a daemon subcommand on a multi-threaded runtime: 0 when it ends well, 2 (after saying
+/// why on stderr) when it fails.
+fn block_on(name: &str, fut: impl std::future::Future<Output = anyhow::Result<()>>) -> i32 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("aerie-node: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    match rt.block_on(fut) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("aerie-node {name}: {e:#}");
+            2
+        }
+    }
 }

@@ -13,6 +13,7 @@ pub mod args;
 pub mod check;
 pub mod claims_log;
 pub mod cli;
+pub mod execute;
 pub mod policy;
 pub mod pool;
 pub mod service;

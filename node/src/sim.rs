@@ -384,6 +384,7 @@ impl Sim {
             carve_cpus: or(g.carve_cpus, ticket.request.cpus),
             carve_memory: or(g.carve_memory, ticket.request.memory),
             carve_disk: or(g.carve_disk, ticket.request.disk),
+            preempts: g.preempts,
         };
         let reply = self.claim_at(&g.startd_addr, req).await;
         let mut st = self.lock();

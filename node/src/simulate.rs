@@ -151,7 +151,8 @@ async fn status_lines(sim: std::sync::Arc<Sim>, every: Duration) {
     }
 }
 
-async fn wait_for_signal() {
+/// Waits for SIGTERM or SIGINT (Ctrl-C).
+pub async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {

@@ -1,0 +1,339 @@
+//! Running the jobs of activated claims: the starter's side of HTCondor's
+//! `ACTIVATE_CLAIM` (`src/condor_startd.V6/command.cpp` `activate_claim`, then
+//! `src/condor_starter.V6.1/jic_shadow.cpp`): the sandbox and the input files, the process,
+//! its exit, and the job's events to its access point's `Shadow` service (started, exited with
+//! its outputs and usage, evicted, failed to start), each sent in order and retried until the
+//! access point acknowledges it, as the starter retries its shadow.
+use super::metrics::{self, JobCount};
+use super::run::{unix_now, Node};
+use super::slots::JobEnd;
+use crate::starter::{
+    self, ExitOutcome, ExitReport, JobDescription, JobProcess, StartError, Starter, StarterConfig,
+};
+use aerie_proto::execute::{self as xpb, job_event_request::Event as Ev};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// How long a job event is retried before it is given up (the access point is gone).
+const EVENT_RETRY_FOR: Duration = Duration::from_secs(3600);
+/// The longest pause between two tries of a job event.
+const EVENT_BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// One running job.
+pub struct JobEntry {
+    /// The slot it runs on.
+    pub slot: String,
+    /// The claim it runs under.
+    pub claim_id: String,
+    /// CLUSTER.PROC.
+    pub job: String,
+    running: starter::RunningJob,
+    hard_kill_at: Mutex<Option<Instant>>,
+    hard_killed: AtomicBool,
+    events: mpsc::UnboundedSender<xpb::JobEventRequest>,
+}
+
+impl JobEntry {
+    /// Signals the job with `f` (suspend, resume), logging a failure.
+    pub fn signal(&self, what: &str, f: impl FnOnce(&JobProcess) -> std::io::Result<bool>) {
+        if let Err(e) = f(self.running.process()) {
+            tracing::warn!(slot = %self.slot, job = %self.job, error = %e, "cannot {what} the job");
+            metrics::starter_error("signal");
+        }
+    }
+
+    /// Sends the job its `KillSig`; SIGKILL follows `vacate_seconds` after `now`.
+    pub fn soft_kill(&self, now: Instant, vacate_seconds: i64) {
+        tracing::info!(slot = %self.slot, job = %self.job, claim = %self.claim_id, vacate_seconds, "vacating the job");
+        self.signal("soft-kill", |p| p.soft_kill());
+        let mut at = self.hard_kill_at.lock().unwrap_or_else(|p| p.into_inner());
+        let t = now + Duration::from_secs(vacate_seconds.max(0) as u64);
+        *at = Some(at.map_or(t, |a| a.min(t)));
+    }
+
+    /// SIGKILLs the job.
+    pub fn hard_kill(&self) {
+        if !self.hard_killed.swap(true, Ordering::SeqCst) {
+            tracing::info!(slot = %self.slot, job = %self.job, claim = %self.claim_id, "killing the job");
+        }
+        self.signal("kill", |p| p.hard_kill());
+    }
+
+    /// Whether the vacate time has passed and the job was not yet killed.
+    pub fn hard_kill_due(&self, now: Instant) -> bool {
+        let at = *self.hard_kill_at.lock().unwrap_or_else(|p| p.into_inner());
+        !self.hard_killed.load(Ordering::SeqCst)
+            && at.is_some_and(|t| now >= t)
+            && self.running.process().try_exit().is_none()
+    }
+}
+
+fn event(req: &xpb::ActivateRequest, ev: Ev) -> xpb::JobEventRequest {
+    xpb::JobEventRequest {
+        job: req.job.clone(),
+        slot: req.slot.clone(),
+        claim_id: req.claim_id.clone(),
+        time: unix_now(),
+        event: Some(ev),
+    }
+}
+
+fn failed(error: String) -> xpb::ActivateReply {
+    xpb::ActivateReply {
+        ok: false,
+        error,
+        ..Default::default()
+    }
+}
+
+fn usage(r: &ExitReport) -> xpb::Usage {
+    xpb::Usage {
+        wall_seconds: r.wall_time.as_secs_f64(),
+        user_cpu_seconds: r.user_cpu.as_secs_f64(),
+        sys_cpu_seconds: r.system_cpu.as_secs_f64(),
+        peak_memory_mb: r.peak_memory_bytes.unwrap_or(0) as f64 / (1024.0 * 1024.0),
+    }
+}
+
+impl Node {
+    /// `Execute.ActivateClaim`: the policy takes the job, then the starter runs it. A job that
+    /// cannot start is answered with its hold reason and reported as `StartFailed`.
+    pub async fn activate(self: &Arc<Self>, req: xpb::ActivateRequest) -> xpb::ActivateReply {
+        if req.shadow_addr.trim().is_empty() {
+            return failed("the activation names no shadow_addr for the job's events".into());
+        }
+        let ad = match classad::parse_ad(&req.job_ad) {
+            Ok(a) => Arc::new(a),
+            Err(e) => {
+                let reason = format!("Error from {}: the job ad does not parse: {e}", req.slot);
+                return xpb::ActivateReply {
+                    ok: false,
+                    error: reason.clone(),
+                    hold_reason: reason,
+                    hold_reason_code: starter::error::HOLD_FAILED_TO_CREATE_PROCESS as i32,
+                    hold_reason_subcode: 0,
+                };
+            }
+        };
+        let now = unix_now();
+        if let Err(e) = self.with_mgr(|m| m.activate(&req.slot, &req.claim_id, ad.clone(), now)) {
+            tracing::info!(slot = %req.slot, job = %req.job, claim = %req.claim_id, error = %e, "activation refused");
+            return failed(e);
+        }
+        let events = event_sender(req.shadow_addr.clone(), req.job.clone());
+        match self.start(&req, &ad) {
+            Ok(running) => {
+                let pid = running.process().pid();
+                tracing::info!(slot = %req.slot, job = %req.job, claim = %req.claim_id, pid, "job started");
+                metrics::job(JobCount::Started);
+                let _ = events.send(event(&req, Ev::Started(true)));
+                let entry = Arc::new(JobEntry {
+                    slot: req.slot.clone(),
+                    claim_id: req.claim_id.clone(),
+                    job: req.job.clone(),
+                    running,
+                    hard_kill_at: Mutex::new(None),
+                    hard_killed: AtomicBool::new(false),
+                    events,
+                });
+                self.jobs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(req.claim_id.clone(), entry.clone());
+                tokio::spawn(self.clone().watch(entry));
+                xpb::ActivateReply {
+                    ok: true,
+                    ..Default::default()
+                }
+            }
+            Err(e) => {
+                let hold = format!("Error from {}: {e}", req.slot);
+                tracing::warn!(slot = %req.slot, job = %req.job, claim = %req.claim_id, reason = %hold, "job could not start");
+                metrics::job(JobCount::Failed);
+                metrics::starter_error("start");
+                self.with_mgr(|m| m.start_failed(&req.slot, &req.claim_id, unix_now()));
+                let (code, sub) = (e.hold_reason_code() as i32, e.hold_reason_subcode());
+                let _ = events.send(event(
+                    &req,
+                    Ev::StartFailed(xpb::StartFailed {
+                        hold_reason: hold.clone(),
+                        hold_reason_code: code,
+                        hold_reason_subcode: sub,
+                    }),
+                ));
+                xpb::ActivateReply {
+                    ok: false,
+                    error: hold.clone(),
+                    hold_reason: hold,
+                    hold_reason_code: code,
+                    hold_reason_subcode: sub,
+                }
+            }
+        }
+    }
+
+    /// Makes the sandbox, writes the input files and starts the process.
+    fn start(
+        &self,
+        req: &xpb::ActivateRequest,
+        ad: &classad::ClassAd,
+    ) -> Result<starter::RunningJob, StartError> {
+        let desc = JobDescription::from_ad(ad)?;
+        let starter = Starter::new(StarterConfig {
+            execute_dir: self.starter.execute_dir.clone(),
+            run_as: self.starter.run_as(&req.slot),
+            limits: self.starter.limits.clone(),
+        });
+        let local = req.slot.split('@').next().unwrap_or("slot");
+        let n = self.seq.fetch_add(1, Ordering::SeqCst);
+        let mut prepared = starter.prepare(&format!("{local}_{n}"), desc)?;
+        for f in &req.inputs {
+            if f.executable {
+                prepared.put_executable(&f.data)?;
+            } else {
+                prepared.put_input(&f.name, &f.data)?;
+            }
+        }
+        prepared.start()
+    }
+
+    /// Waits for the job's exit, tells the policy, reports the job's end to its access point
+    /// and removes its sandbox.
+    async fn watch(self: Arc<Self>, entry: Arc<JobEntry>) {
+        let report = entry.running.process().wait().await;
+        let end = self.with_mgr(|m| m.job_exited(&entry.slot, &entry.claim_id, unix_now()));
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&entry.claim_id);
+        let ev = match end {
+            JobEnd::Completed => {
+                metrics::job(JobCount::Completed);
+                let (exit_code, exit_signal) = match report.outcome {
+                    ExitOutcome::Exited(c) => (Some(c), None),
+                    ExitOutcome::Signaled { signal, .. } => (None, Some(signal)),
+                };
+                let (outputs, output_error) = match entry.running.collect_outputs() {
+                    Ok(files) => (
+                        files
+                            .into_iter()
+                            .map(|f| xpb::File {
+                                name: f.name,
+                                data: f.bytes,
+                                executable: false,
+                            })
+                            .collect(),
+                        String::new(),
+                    ),
+                    Err(e) => {
+                        metrics::starter_error("output");
+                        (Vec::new(), format!("Error from {}: {e}", entry.slot))
+                    }
+                };
+                tracing::info!(slot = %entry.slot, job = %entry.job, claim = %entry.claim_id, ?exit_code, ?exit_signal, outputs = outputs.len(), "job exited");
+                Ev::Exited(xpb::Exited {
+                    exit_code,
+                    exit_signal,
+                    usage: Some(usage(&report)),
+                    outputs,
+                    output_error,
+                })
+            }
+            JobEnd::Evicted(reason) => {
+                let killed = entry.hard_killed.load(Ordering::SeqCst);
+                metrics::job(if killed {
+                    JobCount::Killed
+                } else {
+                    JobCount::Vacated
+                });
+                tracing::info!(slot = %entry.slot, job = %entry.job, claim = %entry.claim_id, reason = %reason, killed, "job evicted");
+                Ev::Evicted(xpb::Evicted {
+                    reason,
+                    usage: Some(usage(&report)),
+                })
+            }
+        };
+        let _ = entry.events.send(xpb::JobEventRequest {
+            job: entry.job.clone(),
+            slot: entry.slot.clone(),
+            claim_id: entry.claim_id.clone(),
+            time: unix_now(),
+            event: Some(ev),
+        });
+        match Arc::try_unwrap(entry) {
+            Ok(e) => {
+                let slot = e.slot.clone();
+                if let Err(err) = e.running.remove_sandbox() {
+                    tracing::warn!(slot = %slot, error = %err, "cannot remove the job's sandbox");
+                    metrics::starter_error("sandbox");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(slot = %e.slot, job = %e.job, "job still referenced; its sandbox is left")
+            }
+        }
+    }
+}
+
+/// A queue of one job's events to the `Shadow` at `addr`, sent in order, each retried until
+/// acknowledged (or for [`EVENT_RETRY_FOR`]).
+fn event_sender(addr: String, job: String) -> mpsc::UnboundedSender<xpb::JobEventRequest> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<xpb::JobEventRequest>();
+    tokio::spawn(async move {
+        while let Some(ev) = rx.recv().await {
+            deliver(&addr, &job, ev).await;
+        }
+    });
+    tx
+}
+
+async fn deliver(addr: &str, job: &str, ev: xpb::JobEventRequest) {
+    let began = Instant::now();
+    let mut pause = Duration::from_millis(250);
+    loop {
+        match send_once(addr, ev.clone()).await {
+            Ok(()) => {
+                metrics::job_event("delivered");
+                return;
+            }
+            Err(e) => {
+                metrics::job_event("retried");
+                if began.elapsed() > EVENT_RETRY_FOR {
+                    tracing::error!(shadow = %addr, job = %job, error = %e, "job event given up");
+                    return;
+                }
+                tracing::warn!(shadow = %addr, job = %job, error = %e, "job event not acknowledged; retrying");
+            }
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(EVENT_BACKOFF_MAX);
+    }
+}
+
+async fn send_once(addr: &str, ev: xpb::JobEventRequest) -> Result<(), String> {
+    let url = format!("http://{}", crate::sim::bare_addr(addr));
+    let ep = tonic::transport::Endpoint::from_shared(url)
+        .map_err(|e| format!("shadow address {addr:?}: {e}"))?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(10));
+    let ch = ep
+        .connect()
+        .await
+        .map_err(|e| format!("cannot reach {addr}: {e}"))?;
+    let reply = xpb::shadow_client::ShadowClient::new(ch)
+        .max_encoding_message_size(256 << 20)
+        .job_event(ev)
+        .await
+        .map_err(|s| s.message().to_string())?
+        .into_inner();
+    if reply.ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "the access point refused the event: {}",
+            reply.error
+        ))
+    }
+}

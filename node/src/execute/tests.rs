@@ -1,0 +1,340 @@
+//! The slot manager with time injected: claims and the term fence, leases, preemption,
+//! partitionable slots and drains, step by step (the daemon is tested in `node/tests/execute.rs`).
+use super::slots::{ClaimAnswer, Effect, JobEnd, SlotManager};
+use crate::policy::{Cause, Policy, State};
+use crate::startd::ad::MachineFacts;
+use crate::startd::layout::SlotSpec;
+use crate::startd::load::Connected;
+use crate::startd::Resources;
+use aerie_config::{Config, LoadOptions};
+use aerie_proto::execute as xpb;
+use aerie_proto::negotiation as npb;
+use std::sync::Arc;
+
+const M: &str = "node1.test";
+const T0: i64 = 1_000;
+
+fn res(cpus: f64) -> Resources {
+    Resources {
+        cpus,
+        memory: 1024.0 * cpus,
+        disk: 1000.0 * cpus,
+    }
+}
+
+fn policy(config: &str) -> Policy {
+    let cfg = Config::parse_str(config, "test", &LoadOptions::for_subsystem("STARTD")).unwrap();
+    Policy::from_config(&cfg).unwrap()
+}
+
+fn manager(specs: &[SlotSpec], config: &str) -> SlotManager {
+    let facts = MachineFacts {
+        machine: M.into(),
+        my_address: "<127.0.0.1:1>".into(),
+        uid_domain: "test".into(),
+        filesystem_domain: "test".into(),
+        platform: crate::pool::simulated_platform(),
+        total: res(2.0),
+        detected: None,
+    };
+    let connected = Connected {
+        console_slots: 0,
+        keyboard_slots: 0,
+        disconnected_idle: 0,
+    };
+    SlotManager::new(specs, policy(config), facts, connected, "t", 7, T0)
+}
+
+fn two_static(config: &str) -> SlotManager {
+    let specs = [
+        SlotSpec::plain(1, false, res(1.0)),
+        SlotSpec::plain(2, false, res(1.0)),
+    ];
+    manager(&specs, config)
+}
+
+fn slot(n: u32) -> String {
+    format!("slot{n}@{M}")
+}
+
+fn job_ad(extra: &str) -> String {
+    format!("ClusterId = 1\nProcId = 0\nOwner = \"alice\"\nUser = \"alice@test\"\nCmd = \"/bin/true\"\nRequestCpus = 1\n{extra}")
+}
+
+fn claim_id(m: &SlotManager, name: &str) -> String {
+    let ad = m.slot_ad(name).unwrap();
+    ad.eval_attr("ClaimId").as_str().unwrap().to_string()
+}
+
+fn request(
+    m: &SlotManager,
+    name: &str,
+    term: u64,
+    extra: &str,
+    preempts: bool,
+) -> npb::ClaimRequest {
+    npb::ClaimRequest {
+        slot: name.into(),
+        claim_id: claim_id(m, name),
+        term,
+        cycle: 1,
+        job: "1.0".into(),
+        submitter: "alice@test".into(),
+        job_ad: job_ad(extra),
+        carve_cpus: 1.0,
+        carve_memory: 512.0,
+        carve_disk: 100.0,
+        preempts,
+    }
+}
+
+fn claim(m: &mut SlotManager, name: &str, extra: &str, now: i64) -> npb::ClaimReply {
+    let req = request(m, name, 1, extra, false);
+    match m.request_claim(&req, now) {
+        ClaimAnswer::Now(r) if r.ok => r,
+        other => panic!("claim of {name} not accepted: {other:?}"),
+    }
+}
+
+fn activate(m: &mut SlotManager, c: &npb::ClaimReply, extra: &str, now: i64) {
+    let ad = Arc::new(classad::parse_ad(&job_ad(extra)).unwrap());
+    m.activate(&c.claimed_slot, &c.claim_id, ad, now).unwrap();
+}
+
+fn state(m: &SlotManager, name: &str) -> String {
+    let s = m.state(name).unwrap();
+    format!("{}/{}", s.state, s.activity)
+}
+
+#[test]
+fn a_claim_needs_the_capability_and_a_term_no_older_than_seen_and_a_free_slot() {
+    let mut m = two_static("");
+    let s1 = slot(1);
+    assert_eq!(state(&m, &s1), "Unclaimed/Idle");
+    let mut forged = request(&m, &s1, 3, "", false);
+    forged.claim_id = "forged".into();
+    assert!(
+        matches!(m.request_claim(&forged, T0), ClaimAnswer::Now(r) if r.error == "bad claim id")
+    );
+    let good = request(&m, &s1, 3, "", false);
+    let ClaimAnswer::Now(r) = m.request_claim(&good, T0) else {
+        panic!("pending")
+    };
+    assert!(r.ok, "{r:?}");
+    assert_eq!(state(&m, &s1), "Claimed/Idle");
+    let ClaimAnswer::Now(again) = m.request_claim(&good, T0) else {
+        panic!("pending")
+    };
+    assert!(
+        !again.ok && again.error.contains("already claimed"),
+        "{again:?}"
+    );
+    let old = npb::ClaimRequest { term: 2, ..good };
+    let ClaimAnswer::Now(stale) = m.request_claim(&old, T0) else {
+        panic!("pending")
+    };
+    assert_eq!(stale.error, "stale term 2 < 3");
+}
+
+#[test]
+fn a_start_expression_false_for_the_job_refuses_the_claim_and_leaves_the_slot_unclaimed() {
+    let mut m = two_static("START = Owner == \"bob\"\n");
+    let req = request(&m, &slot(1), 1, "", false);
+    let ClaimAnswer::Now(r) = m.request_claim(&req, T0) else {
+        panic!("pending")
+    };
+    assert!(!r.ok && r.error.contains("START"), "{r:?}");
+    assert_eq!(state(&m, &slot(1)), "Unclaimed/Idle");
+    // The capability is unchanged: the slot was never claimed.
+    assert_eq!(claim_id(&m, &slot(1)), req.claim_id);
+}
+
+#[test]
+fn a_lease_that_passes_kills_the_job_and_drops_the_claim() {
+    let mut m = two_static("");
+    let c = claim(&mut m, &slot(1), "JobLeaseDuration = 10\n", T0);
+    activate(&mut m, &c, "JobLeaseDuration = 10\n", T0);
+    assert_eq!(state(&m, &slot(1)), "Claimed/Busy");
+    assert_eq!(m.keep_alive(&slot(1), &c.claim_id, T0 + 5), Ok(10));
+    m.tick(T0 + 14, 0.0, None);
+    assert_eq!(
+        state(&m, &slot(1)),
+        "Claimed/Busy",
+        "renewed at +5: lease to +15"
+    );
+    m.take_effects();
+    m.tick(T0 + 15, 0.0, None);
+    assert_eq!(state(&m, &slot(1)), "Preempting/Killing");
+    assert!(m.take_effects().contains(&Effect::HardKill {
+        claim_id: c.claim_id.clone()
+    }));
+    let end = m.job_exited(&slot(1), &c.claim_id, T0 + 16);
+    assert_eq!(end, JobEnd::Evicted("claim lease expired".into()));
+    assert!(m.take_effects().iter().any(|e| matches!(
+        e,
+        Effect::ClaimEnded {
+            cause: Cause::LeaseExpired,
+            ..
+        }
+    )));
+    assert_eq!(state(&m, &slot(1)), "Unclaimed/Idle");
+    assert_ne!(claim_id(&m, &slot(1)), c.claim_id);
+    assert!(m.keep_alive(&slot(1), &c.claim_id, T0 + 17).is_err());
+}
+
+#[test]
+fn a_preempting_claim_waits_for_the_job_to_be_vacated_then_takes_the_slot() {
+    let mut m = two_static("");
+    let c = claim(&mut m, &slot(1), "", T0);
+    activate(
+        &mut m,
+        &c,
+        "KillSig = \"SIGUSR1\"\nJobMaxVacateTime = 5\n",
+        T0,
+    );
+    m.take_effects();
+    let req = request(&m, &slot(1), 2, "", true);
+    let ClaimAnswer::Pending(token) = m.request_claim(&req, T0 + 1) else {
+        panic!("a busy slot answered a preempting claim at once")
+    };
+    assert_eq!(state(&m, &slot(1)), "Preempting/Vacating");
+    assert!(m.take_effects().contains(&Effect::SoftKill {
+        claim_id: c.claim_id.clone(),
+        vacate_seconds: 5
+    }));
+    let end = m.job_exited(&slot(1), &c.claim_id, T0 + 2);
+    assert_eq!(
+        end,
+        JobEnd::Evicted("preempted by a user with better priority".into())
+    );
+    let decided = m.take_effects().into_iter().find_map(|e| match e {
+        Effect::ClaimDecided { pending, reply } if pending == token => Some(reply),
+        _ => None,
+    });
+    let reply = decided.expect("the waiting claim was answered");
+    assert!(reply.ok, "{reply:?}");
+    assert_ne!(reply.claim_id, c.claim_id);
+    assert_eq!(claim_id(&m, &slot(1)), reply.claim_id);
+    assert_eq!(state(&m, &slot(1)), "Claimed/Idle");
+    // The new claim is the slot's: it activates, the old one does not.
+    let new = npb::ClaimReply { ..reply };
+    activate(&mut m, &new, "", T0 + 3);
+    assert!(m.keep_alive(&slot(1), &c.claim_id, T0 + 3).is_err());
+}
+
+#[test]
+fn a_partitionable_slot_carves_a_dynamic_slot_and_gets_it_back_on_release() {
+    let mut m = manager(&[SlotSpec::plain(1, true, res(2.0))], "");
+    let p = slot(1);
+    let c = claim(&mut m, &p, "", T0);
+    assert_eq!(c.claimed_slot, format!("slot1_1@{M}"));
+    assert_eq!(state(&m, &c.claimed_slot), "Claimed/Idle");
+    assert_eq!(state(&m, &p), "Unclaimed/Idle");
+    let cpus = |m: &SlotManager| m.slot_ad(&p).unwrap().eval_attr("Cpus").as_int();
+    assert_eq!(cpus(&m), Some(1));
+    m.take_changes();
+    m.release_claim(&c.claimed_slot, &c.claim_id, T0 + 1)
+        .unwrap();
+    assert!(m.state(&c.claimed_slot).is_none());
+    assert_eq!(cpus(&m), Some(2));
+    let (_, removed) = m.take_changes();
+    assert_eq!(
+        removed,
+        vec![("Machine".to_string(), c.claimed_slot.clone())]
+    );
+}
+
+fn drain(how: xpb::DrainHow, check: &str) -> xpb::DrainRequest {
+    xpb::DrainRequest {
+        how: how as i32,
+        reason: "maintenance".into(),
+        check_expr: check.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_graceful_drain_waits_for_the_job_and_cancel_gives_the_slots_back() {
+    let mut m = two_static("MAXJOBRETIREMENTTIME = 600\nMachineMaxVacateTime = 5\n");
+    let c = claim(&mut m, &slot(1), "", T0);
+    activate(&mut m, &c, "", T0);
+    let id = m
+        .drain(&drain(xpb::DrainHow::Graceful, ""), T0 + 1)
+        .unwrap();
+    assert_eq!(state(&m, &slot(1)), "Claimed/Retiring");
+    assert_eq!(state(&m, &slot(2)), "Drained/Retiring");
+    let ad = m.slot_ad(&slot(1)).unwrap();
+    assert_eq!(
+        ad.eval_attr("DrainingRequestId").as_str(),
+        Some(id.as_str())
+    );
+    assert_eq!(ad.eval_attr("DrainReason").as_str(), Some("maintenance"));
+    assert!(m.drain(&drain(xpb::DrainHow::Fast, ""), T0 + 2).is_err());
+    m.tick(T0 + 100, 0.0, None);
+    assert_eq!(
+        state(&m, &slot(1)),
+        "Claimed/Retiring",
+        "within its retirement"
+    );
+    assert_eq!(
+        m.job_exited(&slot(1), &c.claim_id, T0 + 101),
+        JobEnd::Completed
+    );
+    m.tick(T0 + 102, 0.0, None);
+    assert_eq!(state(&m, &slot(1)), "Drained/Idle");
+    assert_eq!(state(&m, &slot(2)), "Drained/Idle");
+    let req = request(&m, &slot(2), 1, "", false);
+    assert!(matches!(m.request_claim(&req, T0 + 103), ClaimAnswer::Now(r) if !r.ok));
+    m.cancel_drain("", T0 + 104).unwrap();
+    assert_eq!(state(&m, &slot(1)), "Unclaimed/Idle");
+    assert_eq!(state(&m, &slot(2)), "Unclaimed/Idle");
+    assert!(m.cancel_drain("", T0 + 105).is_err());
+}
+
+#[test]
+fn a_fast_drain_kills_the_job_and_a_failing_check_refuses_the_drain() {
+    let mut m = two_static("");
+    let c = claim(&mut m, &slot(1), "", T0);
+    activate(&mut m, &c, "", T0);
+    let e = m
+        .drain(&drain(xpb::DrainHow::Fast, "Cpus > 4"), T0)
+        .unwrap_err();
+    assert!(e.contains("Cpus > 4"), "{e}");
+    assert!(m.drain(&drain(xpb::DrainHow::Fast, "(("), T0).is_err());
+    assert_eq!(m.state(&slot(1)).unwrap().state, State::Claimed);
+    m.take_effects();
+    m.drain(&drain(xpb::DrainHow::Fast, "Cpus == 1"), T0 + 1)
+        .unwrap();
+    assert_eq!(state(&m, &slot(1)), "Preempting/Killing");
+    assert!(m.take_effects().contains(&Effect::HardKill {
+        claim_id: c.claim_id.clone()
+    }));
+    let end = m.job_exited(&slot(1), &c.claim_id, T0 + 2);
+    assert_eq!(end, JobEnd::Evicted("drained".into()));
+}
+
+#[test]
+fn deactivation_vacates_with_the_jobs_vacate_time_and_keeps_the_claim() {
+    let mut m = two_static("");
+    let c = claim(&mut m, &slot(1), "", T0);
+    activate(&mut m, &c, "JobMaxVacateTime = 7\n", T0);
+    m.take_effects();
+    m.deactivate(&slot(1), &c.claim_id, false, T0 + 1).unwrap();
+    assert_eq!(
+        m.take_effects(),
+        vec![Effect::SoftKill {
+            claim_id: c.claim_id.clone(),
+            vacate_seconds: 7
+        }]
+    );
+    let end = m.job_exited(&slot(1), &c.claim_id, T0 + 2);
+    assert_eq!(
+        end,
+        JobEnd::Evicted("deactivated by the access point".into())
+    );
+    assert_eq!(state(&m, &slot(1)), "Claimed/Idle");
+    assert!(
+        m.deactivate(&slot(1), &c.claim_id, true, T0 + 3).is_err(),
+        "no job to stop"
+    );
+}
