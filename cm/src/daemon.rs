@@ -18,6 +18,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How often the metrics census recomputes the ledger, cycle and pool gauges.
+const CENSUS_INTERVAL: Duration = Duration::from_secs(5);
+
 /// Command-line arguments of `aerie-cm serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -243,11 +246,11 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     {
         let mut rx = raft.metrics();
         tokio::spawn(async move {
-            let mut prev = None;
+            let mut seen = crate::metrics::RaftSeen::default();
             loop {
                 {
                     let m = rx.borrow_and_update().clone();
-                    crate::metrics::observe_raft(&m, &mut prev);
+                    crate::metrics::observe_raft(&m, &mut seen);
                 }
                 if rx.changed().await.is_err() {
                     break;
@@ -273,6 +276,16 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     let mut watched: Vec<(&'static str, tokio::task::JoinHandle<()>)> =
         std::mem::take(&mut collector.tasks);
     watched.push(("leader duties", leader));
+    if args.metrics_listen.is_some() {
+        watched.push((
+            "metrics census",
+            crate::metrics::spawn_census(
+                admin.state.clone(),
+                collector.service.table.clone(),
+                CENSUS_INTERVAL,
+            ),
+        ));
+    }
     let names: Vec<&'static str> = watched.iter().map(|(n, _)| *n).collect();
     let mut handles: Vec<_> = watched.into_iter().map(|(_, h)| h).collect();
     let mut exit = 0;

@@ -148,13 +148,11 @@ pub fn spawn_expiry(table: SharedTable, every: Duration) -> tokio::task::JoinHan
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let (report, ads, absent) = {
+            // The ad counts are the metrics census's (`crate::metrics::census`).
+            let report = {
                 let mut t = table.write().unwrap_or_else(|p| p.into_inner());
-                let r = t.expire(unix_now());
-                (r, t.len(), t.absent_count())
+                t.expire(unix_now())
             };
-            metrics::gauge!("aerie_collector_ads").set(ads as f64);
-            metrics::gauge!("aerie_collector_absent_ads").set(absent as f64);
             metrics::counter!("aerie_collector_expired_total", "to" => "absent")
                 .increment(report.made_absent.len() as u64);
             metrics::counter!("aerie_collector_expired_total", "to" => "removed")

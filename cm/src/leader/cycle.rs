@@ -4,6 +4,7 @@ use super::grants::{build_grants, deliver, Delivery};
 use super::negotiator_ad::{negotiator_ad, negotiator_name, AdFacts};
 use super::requests::fetch_jobs;
 use super::snapshot::PoolSnapshot;
+use super::stats::Phases;
 use super::tick::{claimed_usage, tick_time};
 use super::Leader;
 use crate::collector::service::unix_now;
@@ -71,6 +72,7 @@ impl Leader {
         requested: u64,
     ) -> Result<CycleEnd, CycleError> {
         let started = Instant::now();
+        let mut phases = Phases::start(started);
         // 1. Everything committed before this point is applied here.
         match self.leadership.confirm(self.knobs.ap_timeout).await {
             Err(ConfirmError::Timeout(_)) => return Err("leadership not confirmed in time".into()),
@@ -80,6 +82,7 @@ impl Leader {
         if !self.leads(term) {
             return Ok(CycleEnd::Deposed { step: "confirm" });
         }
+        phases.end("confirm", Instant::now());
         let (paused, state_now, last_tick, use_slot_weights) = {
             let a = self.state.read().unwrap_or_else(|p| p.into_inner());
             (
@@ -98,6 +101,7 @@ impl Leader {
             let t = self.table.read().unwrap_or_else(|p| p.into_inner());
             PoolSnapshot::take(&t)
         };
+        phases.end("snapshot", Instant::now());
         if snap.submitters.is_empty() {
             return Ok(CycleEnd::NoDemand);
         }
@@ -120,11 +124,13 @@ impl Leader {
             }
             Some(_) => {}
         }
+        phases.end("tick", Instant::now());
 
         // 4. Idle jobs from every access point.
         let name = negotiator_name(&self.addr);
         let aps = snap.access_points();
         let jobs = fetch_jobs(aps, term, cycle, &name, self.knobs.ap_timeout).await;
+        phases.end("requests", Instant::now());
 
         // 5. The replicated policy over the file's configuration.
         let (cfg, acct, prev_end) = {
@@ -163,6 +169,7 @@ impl Leader {
             }
             Ok(r) => r.map_err(|e| format!("negotiation task failed: {e}"))?,
         };
+        phases.end("matchmaking", Instant::now());
         for w in &outcome.warnings {
             tracing::warn!(term, cycle, "negotiator: {w}");
         }
@@ -198,6 +205,7 @@ impl Leader {
         )
         .await;
         delivery.refused += undeliverable;
+        phases.end("grants", Instant::now());
 
         // 8. The cycle record.
         // From the tick time and the elapsed time, not the wall clock: a clock jump must not
@@ -238,6 +246,7 @@ impl Leader {
             }
             Some(_) => {}
         }
+        phases.end("record", Instant::now());
 
         // 9. The Negotiator ad.
         let facts = AdFacts {

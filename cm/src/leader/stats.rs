@@ -2,8 +2,32 @@
 //! exporter). Names: `aerie_negotiation_cycles_total{outcome}`,
 //! `aerie_negotiation_cycle_duration_seconds` (histogram), `aerie_negotiation_matches_total`,
 //! `aerie_negotiation_grants_refused_total`, `aerie_negotiation_leader` (1 while this CM
-//! negotiates).
-use std::time::Duration;
+//! negotiates), `aerie_negotiation_phase_duration_seconds{phase}` (histogram; HTCondor's
+//! Negotiator ad splits its cycle time alike: `LastNegotiationCyclePhase1Duration`... in
+//! `src/condor_negotiator.V6/matchmaker.cpp`).
+use std::time::{Duration, Instant};
+
+/// Times the phases of one cycle: each [`Phases::end`] records the time since the previous
+/// one under its phase name.
+#[derive(Debug)]
+pub struct Phases {
+    last: Instant,
+}
+
+impl Phases {
+    /// Starts timing at `now`.
+    pub fn start(now: Instant) -> Self {
+        Phases { last: now }
+    }
+
+    /// The phase `phase` ended at `now`.
+    pub fn end(&mut self, phase: &'static str, now: Instant) {
+        let d = now.saturating_duration_since(self.last);
+        metrics::histogram!("aerie_negotiation_phase_duration_seconds", "phase" => phase)
+            .record(d.as_secs_f64());
+        self.last = now;
+    }
+}
 
 /// A cycle ended: "completed", "paused", "no_demand", "deposed" or "failed".
 pub fn record_cycle(outcome: &'static str) {

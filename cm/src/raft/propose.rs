@@ -54,7 +54,8 @@ pub async fn propose_request(
     request: Request,
     deadline: Duration,
 ) -> Result<Committed, ProposeError> {
-    match tokio::time::timeout(deadline, raft.client_write(request)).await {
+    let started = std::time::Instant::now();
+    let result = match tokio::time::timeout(deadline, raft.client_write(request)).await {
         Err(_) => Err(ProposeError::Timeout(deadline)),
         Ok(Ok(r)) => Ok(Committed {
             log_index: r.log_id.index,
@@ -65,5 +66,13 @@ pub async fn propose_request(
             ..
         })))) => Err(ProposeError::NotLeader { leader: leader_id }),
         Ok(Err(e)) => Err(ProposeError::Fatal(e.to_string())),
-    }
+    };
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(ProposeError::NotLeader { .. }) => "not_leader",
+        Err(ProposeError::Timeout(_)) => "timeout",
+        Err(ProposeError::Fatal(_)) => "fatal",
+    };
+    crate::metrics::record_proposal(outcome, started.elapsed());
+    result
 }

@@ -353,6 +353,14 @@ impl AdTable {
             .count()
     }
 
+    /// Every ad held (public part), its key, and whether it is absent, in key order: what
+    /// the metrics census counts.
+    pub fn iter(&self) -> impl Iterator<Item = (&AdKey, &ClassAd, bool)> {
+        self.ads
+            .iter()
+            .map(|(k, e)| (&**k, &e.ad, e.absent_since.is_some()))
+    }
+
     /// The first entry of `ad_type` named `name` (whatever its address).
     fn first_by_name(&self, ad_type: &AdType, name: &str) -> Option<(&AdKey, &Entry)> {
         self.ads

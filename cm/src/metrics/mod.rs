@@ -1,17 +1,15 @@
-//! Prometheus metrics of a CM (`metrics` facade, exported over HTTP at `/metrics`).
+//! Prometheus metrics of a CM (`metrics` facade, exported over HTTP at `/metrics` by
+//! `aerie-cm serve --metrics-listen ADDR`).
 //!
-//! Names (all prefixed `aerie_`): `raft_has_leader`, `raft_term`, `raft_leader_changes_total`,
-//! `raft_last_log_index`, `raft_commit_index`, `raft_applied_index`, `raft_is_leader`,
-//! `raft_append_seconds` / `raft_fsync_seconds` (histograms), `raft_appended_entries_total`,
-//! `raft_snapshots_built_total`, `raft_snapshots_installed_total`, `raft_snapshot_bytes`,
-//! `raft_purged_index`, `raft_follower_lag_entries{follower}`, `admin_requests_total{method,outcome}`,
-//! `admin_request_seconds{method}`. The collector adds `collector_ads`, `collector_absent_ads`,
-//! `collector_updates_total{outcome}`, `collector_expired_total{to}`,
-//! `collector_throttled_total`, `collector_absent_commits_total{command}` and the relay's
-//! `collector_relay_sent_total{peer}`, `collector_relay_batches_total{peer}`,
-//! `collector_relay_errors_total{peer}`, `collector_relay_dropped_total{peer}`,
-//! `collector_relay_received_total{outcome}`, `collector_relay_digests_total{peer}`,
-//! `collector_relay_repaired_total{direction}`.
+//! [`catalogue`] names every metric with its type, labels and HELP text (`ops/README.md`
+//! shows the same table); this module installs the exporter and records the Raft, proposal,
+//! snapshot and admin metrics; [`census`] recomputes the gauges that describe what a CM
+//! holds (the replicated ledger and last cycle, the collector's pool) every few seconds;
+//! the collector (`crate::collector`) and the leader (`crate::leader::stats`) record their
+//! own events.
+pub mod catalogue;
+pub mod census;
+
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -27,6 +25,8 @@ pub fn install(addr: SocketAddr) -> anyhow::Result<()> {
         .context("bad histogram buckets")?
         .install()
         .with_context(|| format!("cannot start the metrics listener on {addr}"))?;
+    catalogue::describe_all();
+    metrics::gauge!("aerie_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     Ok(())
 }
 
@@ -34,6 +34,21 @@ pub fn install(addr: SocketAddr) -> anyhow::Result<()> {
 pub fn record_append(d: Duration, entries: u64) {
     metrics::histogram!("aerie_raft_append_seconds").record(d.as_secs_f64());
     metrics::counter!("aerie_raft_appended_entries_total").increment(entries);
+}
+
+/// A proposal ended with `outcome` (`ok`, `not_leader`, `timeout`, `fatal`) after `d`.
+pub fn record_proposal(outcome: &'static str, d: Duration) {
+    metrics::histogram!("aerie_raft_proposal_duration_seconds", "outcome" => outcome)
+        .record(d.as_secs_f64());
+}
+
+/// A snapshot was built or installed now.
+fn record_snapshot_time() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    metrics::gauge!("aerie_raft_last_snapshot_timestamp_seconds").set(now);
 }
 
 /// One fsync took `d`.
@@ -55,12 +70,14 @@ pub fn set_applied(index: u64) {
 pub fn record_snapshot_built(bytes: usize) {
     metrics::counter!("aerie_raft_snapshots_built_total").increment(1);
     metrics::gauge!("aerie_raft_snapshot_bytes").set(bytes as f64);
+    record_snapshot_time();
 }
 
 /// This CM installed a leader's snapshot of `bytes`.
 pub fn record_snapshot_installed(bytes: usize) {
     metrics::counter!("aerie_raft_snapshots_installed_total").increment(1);
     metrics::gauge!("aerie_raft_snapshot_bytes").set(bytes as f64);
+    record_snapshot_time();
 }
 
 /// One admin request (`write`, `query`...) ended, well or not, after `d`.
@@ -71,8 +88,41 @@ pub fn record_admin(method: &'static str, ok: bool, d: Duration) {
     metrics::histogram!("aerie_admin_request_seconds", "method" => method).record(d.as_secs_f64());
 }
 
-/// Updates the Raft gauges from openraft's metrics; `prev_leader` tracks leader changes.
-pub fn observe_raft(m: &crate::raft::Metrics, prev_leader: &mut Option<Option<u64>>) {
+/// What [`observe_raft`] remembers between two looks: the leader and the term it last saw.
+#[derive(Debug, Default)]
+pub struct RaftSeen {
+    leader: Option<Option<u64>>,
+    term: Option<u64>,
+}
+
+/// The Raft roles, as `aerie_raft_state{state}` names them.
+const ROLES: [(crate::raft::ServerState, &str); 5] = [
+    (crate::raft::ServerState::Leader, "leader"),
+    (crate::raft::ServerState::Follower, "follower"),
+    (crate::raft::ServerState::Candidate, "candidate"),
+    (crate::raft::ServerState::Learner, "learner"),
+    (crate::raft::ServerState::Shutdown, "shutdown"),
+];
+
+/// Updates the Raft gauges from openraft's metrics; `seen` tracks leader and term changes.
+pub fn observe_raft(m: &crate::raft::Metrics, seen: &mut RaftSeen) {
+    for (role, name) in ROLES {
+        metrics::gauge!("aerie_raft_state", "state" => name).set(if m.state == role {
+            1.0
+        } else {
+            0.0
+        });
+    }
+    metrics::gauge!("aerie_raft_leader_id").set(m.current_leader.unwrap_or(0) as f64);
+    metrics::gauge!("aerie_raft_voters")
+        .set(m.membership_config.membership().voter_ids().count() as f64);
+    if seen.term != Some(m.current_term) {
+        if seen.term.is_some() {
+            metrics::counter!("aerie_raft_term_changes_total").increment(1);
+        }
+        seen.term = Some(m.current_term);
+    }
+    let prev_leader = &mut seen.leader;
     metrics::gauge!("aerie_raft_has_leader").set(if m.current_leader.is_some() {
         1.0
     } else {
@@ -111,4 +161,30 @@ pub fn observe_raft(m: &crate::raft::Metrics, prev_leader: &mut Option<Option<u6
                 .set(lag as f64);
         }
     }
+}
+
+/// Recomputes the [`census`] gauges from the replicated `state` and the collector `table`
+/// every `every`, until the returned task is aborted.
+pub fn spawn_census(
+    state: crate::raft::store::SharedState,
+    table: crate::collector::service::SharedTable,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut publisher = census::Publisher::default();
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let mut samples = {
+                let a = state.read().unwrap_or_else(|p| p.into_inner());
+                census::of_state(&a.state)
+            };
+            samples.extend({
+                let t = table.read().unwrap_or_else(|p| p.into_inner());
+                census::of_table(&t)
+            });
+            publisher.publish(&samples);
+        }
+    })
 }

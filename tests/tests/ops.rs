@@ -1,0 +1,71 @@
+//! `ops/`: the monitoring files checked with the real tools, Debian's `prometheus` package.
+//!
+//! - `promtool` checks the scrape configuration and the rules, and runs the alert rules' unit
+//!   tests (every alert fires on its fault); the dashboards are what `generate.py` makes, their
+//!   structure holds, and every metric and label they and the rules name is one a CM exports
+//!   (`cm/src/metrics/catalogue.rs`) — `ops/check/rules.sh`;
+//! - a live 3-CM cluster with a simulated pool, scraped by a real Prometheus: each CM's
+//!   `/metrics` has every catalogued metric with its type, HELP text and labels, every
+//!   dashboard panel's query returns data and every rule evaluates — `ops/check/live.sh`.
+//!
+//! Neither is skipped when `prometheus` is missing: the test fails saying how to install it.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CM: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
+const NODE: &str = env!("CARGO_BIN_EXE_aerie-node-sim");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate sits in the repository")
+        .to_path_buf()
+}
+
+fn require(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "`{tool}` is not installed: install Debian's prometheus package \
+         (scripts/deps.sh prometheus, or apt-get install prometheus)"
+    );
+}
+
+fn run(script: &str, env: &[(&str, &str)]) {
+    let path = repo().join(script);
+    let out = Command::new("bash")
+        .arg(&path)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(
+        out.status.success(),
+        "{script} failed ({}):\n{text}",
+        out.status
+    );
+}
+
+#[test]
+fn promtool_checks_and_unit_tests_the_rules_and_the_dashboards_name_real_metrics() {
+    require("promtool");
+    run("ops/check/rules.sh", &[]);
+}
+
+#[test]
+fn a_real_prometheus_scraping_a_live_cluster_answers_every_panel_and_rule() {
+    require("prometheus");
+    require("promtool");
+    run(
+        "ops/check/live.sh",
+        &[("AERIE_CM_SERVE_BIN", CM), ("AERIE_NODE_BIN", NODE)],
+    );
+}
