@@ -27,6 +27,22 @@ pub fn cli_main() -> i32 {
                 }
             }
         }
+        Command::AccessPoint(args) => match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => match rt.block_on(crate::schedd::run::run(args)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("aerie-node access-point: {e:#}");
+                    2
+                }
+            },
+            Err(e) => {
+                eprintln!("aerie-node: cannot start the runtime: {e}");
+                2
+            }
+        },
         Command::CheckClaims(args) => match crate::check::check_files(&args.files) {
             Ok(s) => {
                 if args.json {
