@@ -266,6 +266,41 @@ struct Seen {
     activations: Vec<Activation>,
     releases: Vec<String>,
     keep_alives: usize,
+    /// Activated jobs start and never exit by themselves.
+    run_forever: bool,
+    /// Keep-alives answer that the claim is gone.
+    lost: bool,
+    /// The running job per claim: (job, slot, shadow address).
+    running: std::collections::HashMap<String, (String, String, String)>,
+    /// Deactivations: (claim, fast).
+    deactivations: Vec<(String, bool)>,
+}
+
+/// Sends one job event to the access point's Shadow service.
+async fn send_event(
+    shadow: &str,
+    job: &str,
+    slot: &str,
+    claim: &str,
+    e: ex::job_event_request::Event,
+) {
+    let ch = Endpoint::from_shared(format!("http://{shadow}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let r = ex::shadow_client::ShadowClient::new(ch)
+        .job_event(ex::JobEventRequest {
+            job: job.into(),
+            slot: slot.into(),
+            claim_id: claim.into(),
+            time: 0,
+            event: Some(e),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.ok, "{r:?}");
 }
 
 /// A fake execute node: accepts every claim, runs every activated job at once (started,
@@ -328,6 +363,30 @@ impl ex::execute_server::Execute for FakeNode {
             .map(|f| f.data.clone())
             .unwrap_or_default();
         let proc = r.job.split('.').nth(1).unwrap_or("0").to_string();
+        let forever = {
+            let mut seen = self.0.lock().unwrap();
+            seen.running.insert(
+                r.claim_id.clone(),
+                (r.job.clone(), r.slot.clone(), r.shadow_addr.clone()),
+            );
+            seen.run_forever
+        };
+        if forever {
+            tokio::spawn(async move {
+                send_event(
+                    &r.shadow_addr,
+                    &r.job,
+                    &r.slot,
+                    &r.claim_id,
+                    ex::job_event_request::Event::Started(true),
+                )
+                .await;
+            });
+            return Ok(tonic::Response::new(ex::ActivateReply {
+                ok: true,
+                ..Default::default()
+            }));
+        }
         tokio::spawn(async move {
             let ch = Endpoint::from_shared(format!("http://{}", r.shadow_addr))
                 .unwrap()
@@ -384,20 +443,54 @@ impl ex::execute_server::Execute for FakeNode {
         &self,
         _: tonic::Request<ex::KeepAliveRequest>,
     ) -> Result<tonic::Response<ex::KeepAliveReply>, tonic::Status> {
-        self.0.lock().unwrap().keep_alives += 1;
+        let mut seen = self.0.lock().unwrap();
+        seen.keep_alives += 1;
         Ok(tonic::Response::new(ex::KeepAliveReply {
-            ok: true,
-            error: String::new(),
+            ok: !seen.lost,
+            error: if seen.lost {
+                "no such claim".into()
+            } else {
+                String::new()
+            },
             lease_seconds: 900,
         }))
     }
     async fn deactivate_claim(
         &self,
-        _: tonic::Request<ex::DeactivateRequest>,
+        r: tonic::Request<ex::DeactivateRequest>,
     ) -> Result<tonic::Response<ex::DeactivateReply>, tonic::Status> {
+        let r = r.into_inner();
+        let job = {
+            let mut seen = self.0.lock().unwrap();
+            seen.deactivations.push((r.claim_id.clone(), r.fast));
+            seen.running.remove(&r.claim_id)
+        };
+        let Some((job, slot, shadow)) = job else {
+            return Ok(tonic::Response::new(ex::DeactivateReply {
+                ok: false,
+                error: "no job".into(),
+            }));
+        };
+        tokio::spawn(async move {
+            let ev = ex::Evicted {
+                reason: "vacated".into(),
+                usage: Some(ex::Usage {
+                    wall_seconds: 1.0,
+                    ..Default::default()
+                }),
+            };
+            send_event(
+                &shadow,
+                &job,
+                &slot,
+                &r.claim_id,
+                ex::job_event_request::Event::Evicted(ev),
+            )
+            .await;
+        });
         Ok(tonic::Response::new(ex::DeactivateReply {
-            ok: false,
-            error: "not used".into(),
+            ok: true,
+            error: String::new(),
         }))
     }
     async fn drain(
@@ -597,6 +690,118 @@ async fn a_job_whose_inputs_cannot_be_read_is_held_with_the_reason() {
     let why = q[0].eval_attr("HoldReason").as_str().unwrap().to_string();
     assert!(why.contains("in.txt"), "{why}");
     assert!(seen.lock().unwrap().activations.is_empty());
+    drop((c, leader));
+    running.stop().await;
+}
+
+async fn status_of(c: &mut sc::schedd_client::ScheddClient<Channel>, job: &str) -> Option<i64> {
+    let (cl, p) = job.split_once('.').unwrap();
+    let q = query(c, &format!("ClusterId == {cl} && ProcId == {p}"), false).await;
+    q.first().and_then(|a| a.eval_attr("JobStatus").as_int())
+}
+
+/// Waits until the job's JobStatus is `want`.
+async fn wait_status(c: &mut sc::schedd_client::ScheddClient<Channel>, job: &str, want: i64) {
+    for _ in 0..200 {
+        if status_of(c, job).await == Some(want) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("job {job} never reached JobStatus {want}");
+}
+
+#[tokio::test]
+async fn rm_hold_vacate_and_a_lost_claim_stop_a_running_job_first() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(dir.path().join("in.txt"), "x").unwrap();
+    let a = args(dir.path());
+    let running = start(&a).await.unwrap();
+    let mut c = connect_as(a.socket.clone(), None).await;
+    submit(&mut c, dir.path(), 3, "").await;
+    let (node, addr) = fake_node().await;
+    node.0.lock().unwrap().run_forever = true;
+    let seen = node.0.clone();
+    let ch = Endpoint::from_shared(format!("http://{}", running.tcp))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut leader = pb::access_point_client::AccessPointClient::new(ch);
+    let mut term = 0;
+    let mut run = |job: &'static str| {
+        term += 1;
+        let g = pb::Grant {
+            job: job.into(),
+            slot: "slot1@node".into(),
+            startd_addr: addr.clone(),
+            claim_id: "c".into(),
+            ..Default::default()
+        };
+        pb::GrantBatch {
+            term,
+            cycle: 1,
+            leader_id: 1,
+            grants: vec![g],
+        }
+    };
+    let started = |n: usize| {
+        let seen = seen.clone();
+        move || seen.lock().unwrap().activations.len() >= n
+    };
+    // Vacate: stopped, idle again, its claim released.
+    leader.deliver_grants(run("1.0")).await.unwrap();
+    until("1.0 activated", started(1)).await;
+    wait_status(&mut c, "1.0", 2).await;
+    let r = c
+        .act(sc::ActRequest {
+            fast: true,
+            ..act(sc::Action::Vacate, &["1.0"])
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.changed, 1, "{r:?}");
+    until("1.0's claim released", || {
+        seen.lock().unwrap().releases.len() == 1
+    })
+    .await;
+    assert_eq!(
+        seen.lock().unwrap().deactivations,
+        [("dyn-claim".to_string(), true)]
+    );
+    assert_eq!(status_of(&mut c, "1.0").await, Some(1));
+    // Hold of a running job: stopped, then held.
+    leader.deliver_grants(run("1.0")).await.unwrap();
+    until("1.0 activated again", started(2)).await;
+    wait_status(&mut c, "1.0", 2).await;
+    c.act(act(sc::Action::Hold, &["1.0"])).await.unwrap();
+    until("1.0's second claim released", || {
+        seen.lock().unwrap().releases.len() == 2
+    })
+    .await;
+    assert_eq!(status_of(&mut c, "1.0").await, Some(5));
+    // Remove of a running job: stopped, then in the history as removed.
+    leader.deliver_grants(run("1.1")).await.unwrap();
+    until("1.1 activated", started(3)).await;
+    wait_status(&mut c, "1.1", 2).await;
+    c.act(act(sc::Action::Remove, &["1.1"])).await.unwrap();
+    until("1.1's claim released", || {
+        seen.lock().unwrap().releases.len() == 3
+    })
+    .await;
+    assert_eq!(status_of(&mut c, "1.1").await, None);
+    let h = query(&mut c, "", true).await;
+    assert_eq!(h[0].eval_attr("JobStatus").as_int(), Some(3));
+    // A claim the startd no longer knows: the job is idle again.
+    leader.deliver_grants(run("1.2")).await.unwrap();
+    until("1.2 activated", started(4)).await;
+    wait_status(&mut c, "1.2", 2).await;
+    seen.lock().unwrap().lost = true;
+    running.schedd.keep_alive_once().await;
+    assert_eq!(status_of(&mut c, "1.2").await, Some(1));
+    assert!(running.schedd.lock().claims.is_empty());
     drop((c, leader));
     running.stop().await;
 }
