@@ -148,12 +148,11 @@ impl Claims {
             return None;
         }
         let mut best: Option<(i64, JobId)> = None;
-        for (id, ad) in queue.jobs() {
-            if Status::of(ad) != Status::Idle || self.busy(id) || job::signature(ad) != c.signature
-            {
+        for id in queue.idle_of_signature(&c.signature) {
+            if self.busy(id) {
                 continue;
             }
-            let prio = job::get_int(ad, "JobPrio", 0);
+            let prio = queue.get(id).map_or(0, |ad| job::get_int(ad, "JobPrio", 0));
             if best.is_none_or(|(p, _)| prio > p) {
                 best = Some((prio, id));
             }

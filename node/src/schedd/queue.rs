@@ -9,7 +9,7 @@
 //! src/condor_utils/user_job_policy.cpp (periodic and on-exit policy expressions).
 use super::job::{self, get_int, get_str, hold_code, JobId, Status};
 use classad::{ClassAd, Expr};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One durable change to the queue.
 #[derive(Clone, Debug)]
@@ -117,6 +117,10 @@ pub struct Queue {
     next_cluster: i64,
     /// Clusters handed out by NewCluster and not yet submitted, by the user who asked.
     reserved: HashMap<i64, String>,
+    /// The idle jobs by autocluster signature, so a claim finds its next job without a scan.
+    idle_by_signature: HashMap<String, BTreeSet<JobId>>,
+    /// Each idle job's signature (its key in `idle_by_signature`).
+    signature_of: HashMap<JobId, String>,
 }
 
 fn set_status(ad: &mut ClassAd, to: Status, now: i64) {
@@ -166,6 +170,7 @@ impl Queue {
         for ad in jobs {
             if let Some(id) = JobId::of(&ad) {
                 q.next_cluster = q.next_cluster.max(id.cluster + 1);
+                q.index(id, &ad);
                 q.jobs.insert(id, ad);
             }
         }
@@ -177,14 +182,47 @@ impl Queue {
         for c in changes {
             match c {
                 Change::Put(id, ad) => {
+                    self.unindex(*id);
+                    self.index(*id, ad);
                     self.jobs.insert(*id, ad.clone());
                 }
                 Change::Finish(id, _) => {
+                    self.unindex(*id);
                     self.jobs.remove(id);
                 }
                 Change::NextCluster(n) => self.next_cluster = self.next_cluster.max(*n),
             }
         }
+    }
+
+    fn index(&mut self, id: JobId, ad: &ClassAd) {
+        if Status::of(ad) == Status::Idle {
+            let sig = job::signature(ad);
+            self.idle_by_signature
+                .entry(sig.clone())
+                .or_default()
+                .insert(id);
+            self.signature_of.insert(id, sig);
+        }
+    }
+
+    fn unindex(&mut self, id: JobId) {
+        if let Some(sig) = self.signature_of.remove(&id) {
+            if let Some(set) = self.idle_by_signature.get_mut(&sig) {
+                set.remove(&id);
+                if set.is_empty() {
+                    self.idle_by_signature.remove(&sig);
+                }
+            }
+        }
+    }
+
+    /// The idle jobs of autocluster `signature` (see [`job::signature`]), in id order.
+    pub fn idle_of_signature(&self, signature: &str) -> impl Iterator<Item = JobId> + '_ {
+        self.idle_by_signature
+            .get(signature)
+            .into_iter()
+            .flat_map(|s| s.iter().copied())
     }
 
     /// The job's ad.

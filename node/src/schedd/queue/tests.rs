@@ -387,3 +387,25 @@ fn constraints_pick_jobs_and_a_restart_requeues_running_ones() {
     );
     assert_eq!(sel, ["ProcId = 1\n"]);
 }
+
+#[test]
+fn the_idle_index_follows_every_change() {
+    let mut q = Queue::new([], 1);
+    submitted(&mut q, &alice(), 2, "");
+    submitted(&mut q, &alice(), 1, "RequestCpus = 4");
+    let sig = job::signature(q.get(JobId::new(1, 0)).unwrap());
+    let idle = |q: &Queue| q.idle_of_signature(&sig).collect::<Vec<_>>();
+    assert_eq!(idle(&q), [JobId::new(1, 0), JobId::new(1, 1)]);
+    q.apply(&q.started(JobId::new(1, 0), "s", 1));
+    assert_eq!(idle(&q), [JobId::new(1, 1)]);
+    q.apply(
+        &q.act(&spec(Action::Remove, &["1.1"]), &alice(), NOT_BUSY, 2)
+            .changes,
+    );
+    assert!(idle(&q).is_empty());
+    q.apply(&q.evicted(JobId::new(1, 0), 1.0, 3));
+    assert_eq!(idle(&q), [JobId::new(1, 0)]);
+    // Rebuilt from the store, the index is the same.
+    let again = Queue::new(q.jobs().map(|(_, a)| a.clone()), 1);
+    assert_eq!(idle(&again), [JobId::new(1, 0)]);
+}
