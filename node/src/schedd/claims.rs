@@ -26,6 +26,8 @@ pub struct Claim {
     pub since: i64,
     /// The job bound to it, if any.
     pub job: Option<JobId>,
+    /// Keep-alives in a row that did not reach its startd.
+    pub missed_alives: u32,
 }
 
 /// Every claim and grant in flight.
@@ -124,6 +126,22 @@ impl Claims {
         }
     }
 
+    /// A keep-alive did (`reached`) or did not reach the claim's startd; returns how many in
+    /// a row did not.
+    pub fn alive(&mut self, claim_id: &str, reached: bool) -> u32 {
+        match self.claims.get_mut(claim_id) {
+            Some(c) if reached => {
+                c.missed_alives = 0;
+                0
+            }
+            Some(c) => {
+                c.missed_alives += 1;
+                c.missed_alives
+            }
+            None => 0,
+        }
+    }
+
     /// Forgets the claim (released or lost); returns it, its job unbound.
     pub fn remove(&mut self, claim_id: &str) -> Option<Claim> {
         let c = self.claims.remove(claim_id)?;
@@ -203,6 +221,7 @@ mod tests {
             submitter: "alice@d".into(),
             since,
             job: Some(job),
+            missed_alives: 0,
         }
     }
 
@@ -257,6 +276,8 @@ mod tests {
         // Past CLAIM_WORKLIFE: released instead.
         assert_eq!(c.next_job("c1", &q, 1300, 1200), None);
         assert_eq!(c.next_job("c1", &q, 1300, -1), Some(JobId::new(3, 0)));
+        assert_eq!((c.alive("c1", false), c.alive("c1", false)), (1, 2));
+        assert_eq!((c.alive("c1", true), c.alive("c1", false)), (0, 1));
         assert!(c.remove("c1").is_some());
         assert!(c.is_empty());
     }

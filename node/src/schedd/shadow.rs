@@ -20,6 +20,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
+/// Keep-alives in a row that may fail to reach a startd before its claim is given up (its
+/// job idle again): by then the startd's lease has passed too.
+pub const MAX_MISSED_ALIVES: u32 = 3;
+
 /// "<host:port>" or "host:port" to a channel to it.
 async fn channel(addr: &str) -> Result<Channel, String> {
     let bare = crate::sim::bare_addr(addr);
@@ -172,6 +176,7 @@ impl Schedd {
             submitter,
             since: now_secs(),
             job: Some(id),
+            missed_alives: 0,
         };
         let claim_id = claim.claim_id.clone();
         {
@@ -501,7 +506,8 @@ impl Schedd {
         }
     }
 
-    /// Renews every claim once; a claim its startd no longer knows is dropped (its job idle
+    /// Renews every claim once; a claim its startd no longer knows, or that
+    /// [`MAX_MISSED_ALIVES`] keep-alives in a row did not reach, is dropped (its job idle
     /// again).
     pub async fn keep_alive_once(self: &Arc<Self>) {
         let claims: Vec<Claim> = self.lock().claims.all().cloned().collect();
@@ -516,13 +522,21 @@ impl Schedd {
             )
             .await;
             match r {
-                Ok(r) if r.ok => {}
+                Ok(r) if r.ok => {
+                    self.lock().claims.alive(&c.claim_id, true);
+                }
                 Ok(r) => {
                     tracing::warn!(slot = %c.slot, error = %r.error, "claim lost");
                     self.drop_claim(&c.claim_id).await;
                 }
                 Err(e) => {
-                    tracing::warn!(slot = %c.slot, error = %e, "keep-alive failed; trying again next interval")
+                    let missed = self.lock().claims.alive(&c.claim_id, false);
+                    if missed >= MAX_MISSED_ALIVES {
+                        tracing::warn!(slot = %c.slot, error = %e, missed, "startd unreachable; the claim is given up");
+                        self.drop_claim(&c.claim_id).await;
+                    } else {
+                        tracing::warn!(slot = %c.slot, error = %e, missed, "keep-alive failed; trying again next interval");
+                    }
                 }
             }
         }
