@@ -37,13 +37,23 @@ pub struct Claims {
     bound: HashMap<JobId, String>,
     claiming: HashSet<JobId>,
     newest_term: u64,
+    /// Jobs that were running when the access point restarted, kept from matching until
+    /// this time (Unix seconds): their old claims' leases must pass first, or a job might
+    /// run twice.
+    held_back: HashMap<JobId, i64>,
 }
 
 impl Claims {
     /// Checks a grant of `term` for `job` against the queue and, when it passes, marks the
     /// job as being claimed. Refused: an older term than one already taken, a job that is
     /// not in the queue, not idle, or already bound or being claimed.
-    pub fn begin_grant(&mut self, term: u64, job: &str, queue: &Queue) -> Result<JobId, String> {
+    pub fn begin_grant(
+        &mut self,
+        term: u64,
+        job: &str,
+        queue: &Queue,
+        now: i64,
+    ) -> Result<JobId, String> {
         if term < self.newest_term {
             return Err(format!(
                 "stale term {term} < {} (this access point took a newer grant)",
@@ -56,6 +66,12 @@ impl Claims {
             .ok_or_else(|| format!("job {job} is not in the queue"))?;
         if Status::of(ad) != Status::Idle || self.busy(id) {
             return Err(format!("job {job} is not idle"));
+        }
+        if self.is_held_back(id, now) {
+            return Err(format!(
+                "job {job} was running before the access point restarted; its old claim's \
+                 lease has not passed yet"
+            ));
         }
         self.claiming.insert(id);
         self.newest_term = self.newest_term.max(term);
@@ -74,6 +90,16 @@ impl Claims {
             self.bound.insert(j, claim.claim_id.clone());
         }
         self.claims.insert(claim.claim_id.clone(), claim);
+    }
+
+    /// Keeps `jobs` from matching until `until` (jobs that were running before a restart).
+    pub fn hold_back(&mut self, jobs: impl IntoIterator<Item = JobId>, until: i64) {
+        self.held_back.extend(jobs.into_iter().map(|j| (j, until)));
+    }
+
+    /// The job is kept from matching at `now`.
+    pub fn is_held_back(&self, id: JobId, now: i64) -> bool {
+        self.held_back.get(&id).is_some_and(|t| now < *t)
     }
 
     /// The job is bound to a claim or being claimed.
@@ -167,7 +193,7 @@ impl Claims {
         }
         let mut best: Option<(i64, JobId)> = None;
         for id in queue.idle_of_signature(&c.signature) {
-            if self.busy(id) {
+            if self.busy(id) || self.is_held_back(id, now) {
                 continue;
             }
             let prio = queue.get(id).map_or(0, |ad| job::get_int(ad, "JobPrio", 0));
@@ -178,11 +204,18 @@ impl Claims {
         best.map(|(_, id)| id)
     }
 
-    /// The idle jobs the negotiator may match: idle and not bound or being claimed.
-    pub fn idle_ads<'q>(&'q self, queue: &'q Queue) -> impl Iterator<Item = &'q classad::ClassAd> {
+    /// The idle jobs the negotiator may match at `now`: idle, not bound or being claimed,
+    /// not held back.
+    pub fn idle_ads<'q>(
+        &'q self,
+        queue: &'q Queue,
+        now: i64,
+    ) -> impl Iterator<Item = &'q classad::ClassAd> {
         queue
             .jobs()
-            .filter(move |(id, ad)| Status::of(ad) == Status::Idle && !self.busy(*id))
+            .filter(move |(id, ad)| {
+                Status::of(ad) == Status::Idle && !self.busy(*id) && !self.is_held_back(*id, now)
+            })
             .map(|(_, ad)| ad)
     }
 }
@@ -229,38 +262,47 @@ mod tests {
     fn a_job_is_granted_once_until_its_claim_lets_it_go() {
         let q = queue(&[(1, "")]);
         let mut c = Claims::default();
-        let id = c.begin_grant(5, "1.0", &q).unwrap();
+        let id = c.begin_grant(5, "1.0", &q, 0).unwrap();
         assert!(c
-            .begin_grant(5, "1.0", &q)
+            .begin_grant(5, "1.0", &q, 0)
             .unwrap_err()
             .contains("not idle"));
-        assert_eq!(c.idle_ads(&q).count(), 0);
+        assert_eq!(c.idle_ads(&q, 0).count(), 0);
         c.add(claim(&q, id, 0));
         assert!(c
-            .begin_grant(5, "1.0", &q)
+            .begin_grant(5, "1.0", &q, 0)
             .unwrap_err()
             .contains("not idle"));
         assert!(c
-            .begin_grant(4, "1.0", &q)
+            .begin_grant(4, "1.0", &q, 0)
             .unwrap_err()
             .contains("stale term"));
         assert!(c
-            .begin_grant(5, "9.0", &q)
+            .begin_grant(5, "9.0", &q, 0)
             .unwrap_err()
             .contains("not in the queue"));
         assert_eq!(c.unbind("c1"), Some(id));
         assert!(!c.busy(id));
-        assert_eq!(c.idle_ads(&q).count(), 1);
-        let id = c.begin_grant(6, "1.0", &q).unwrap();
+        assert_eq!(c.idle_ads(&q, 0).count(), 1);
+        let id = c.begin_grant(6, "1.0", &q, 0).unwrap();
         c.abort_grant(id);
         assert!(!c.busy(id));
+        // Running before a restart: not matched until its old claim's lease has passed.
+        c.hold_back([id], 100);
+        assert!(c
+            .begin_grant(6, "1.0", &q, 99)
+            .unwrap_err()
+            .contains("restarted"));
+        assert_eq!(c.idle_ads(&q, 99).count(), 0);
+        assert_eq!(c.idle_ads(&q, 100).count(), 1);
+        assert!(c.begin_grant(6, "1.0", &q, 100).is_ok());
     }
 
     #[test]
     fn a_claim_takes_the_next_job_of_its_autocluster_within_its_worklife() {
         let mut q = queue(&[(1, ""), (2, ""), (1, "JobPrio = 3"), (1, "")]);
         let mut c = Claims::default();
-        let first = c.begin_grant(1, "1.0", &q).unwrap();
+        let first = c.begin_grant(1, "1.0", &q, 0).unwrap();
         c.add(claim(&q, first, 100));
         // Bound: no next job yet.
         assert_eq!(c.next_job("c1", &q, 100, 1200), None);

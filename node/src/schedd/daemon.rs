@@ -99,12 +99,18 @@ impl Schedd {
             claims: Claims::default(),
             advertised: BTreeSet::new(),
         };
-        let requeue = inner.queue.requeue_after_restart(now_secs());
+        let now = now_secs();
+        let requeue = inner.queue.requeue_after_restart(now);
         if !requeue.is_empty() {
-            tracing::info!(
-                jobs = requeue.len(),
-                "jobs that were running are idle again after the restart"
-            );
+            // Their old claims may still run them until the claims' leases pass (no more
+            // keep-alives come): they are matched again only after that.
+            let lease = settings.alive_interval * super::shadow::MAX_MISSED_ALIVES;
+            let ids = requeue.iter().filter_map(|c| match c {
+                Change::Put(id, _) => Some(*id),
+                _ => None,
+            });
+            inner.claims.hold_back(ids, now + lease.as_secs() as i64);
+            tracing::info!(jobs = requeue.len(), lease_s = lease.as_secs(), "jobs that were running are idle again after the restart, matched once their old claims' leases pass");
         }
         inner.commit(&requeue)?;
         tracing::info!(jobs = inner.queue.len(), next_cluster = inner.queue.next_cluster(), spool = %spool.display(), "job queue open");

@@ -13,7 +13,8 @@
 //!
 //! On restart the queue is kept, and jobs that were running go back to idle: their claims
 //! are not kept across restarts (reconnecting to running jobs within their lease is future
-//! work).
+//! work); they are matched again only after 3 x `ALIVE_INTERVAL`, when the old claims'
+//! leases have passed at the execute nodes, so a job never runs twice.
 pub mod ads;
 pub mod args;
 pub mod claims;

@@ -76,7 +76,7 @@ impl Schedd {
     pub fn requests(&self) -> Vec<String> {
         let st = self.lock();
         st.claims
-            .idle_ads(&st.queue)
+            .idle_ads(&st.queue, now_secs())
             .map(|a| a.to_old_syntax())
             .collect()
     }
@@ -86,11 +86,15 @@ impl Schedd {
     pub fn deliver(self: &Arc<Self>, batch: pb::GrantBatch) -> pb::GrantReply {
         let mut results = Vec::with_capacity(batch.grants.len());
         let mut taken = Vec::new();
+        let now = now_secs();
         {
             let mut st = self.lock();
             for g in batch.grants {
                 let inner = &mut *st;
-                match inner.claims.begin_grant(batch.term, &g.job, &inner.queue) {
+                match inner
+                    .claims
+                    .begin_grant(batch.term, &g.job, &inner.queue, now)
+                {
                     Ok(id) => {
                         results.push(pb::GrantResult {
                             accepted: true,
