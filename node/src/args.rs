@@ -37,6 +37,9 @@ pub enum Command {
     /// Check claims logs written by `simulate --claims-log`: no slot claimed twice at once,
     /// no claim accepted with a term older than an earlier one on the same slot.
     CheckClaims(CheckArgs),
+    /// Run an access point (schedd): the durable job queue users submit to over a Unix
+    /// socket, the leader's requests and grants, and the claims that run the jobs.
+    AccessPoint(crate::schedd::args::AccessPointArgs),
 }
 
 /// The arguments of `aerie-node simulate`: the pool's shape and workload, where it

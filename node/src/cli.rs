@@ -10,6 +10,7 @@ pub fn cli_main() -> i32 {
     let code = match cli.command {
         Command::Simulate(args) => block_on("simulate", crate::simulate::run(args)),
         Command::Execute(args) => block_on("execute", crate::execute::run(args)),
+        Command::AccessPoint(args) => block_on("access-point", crate::schedd::run::run(args)),
         Command::CheckClaims(args) => match crate::check::check_files(&args.files) {
             Ok(s) => {
                 if args.json {

@@ -1,0 +1,326 @@
+//! The access point's claims, pure: which slots it holds, which job each runs, the grants in
+//! flight, and which job a claim takes next. A job is bound to at most one claim from the
+//! moment its grant is taken until its process is gone, so it never runs twice; a claim
+//! takes the next idle job of its autocluster (the same signature, see
+//! [`super::job::signature`]) until `CLAIM_WORKLIFE` has passed since it was claimed, as
+//! HTCondor's schedd reuses a match (src/condor_schedd.V6/schedd.cpp, `Scheduler::FindRunnableJob`
+//! and `claimWorklife`).
+use super::job::{self, JobId, Status};
+use super::queue::Queue;
+use std::collections::{HashMap, HashSet};
+
+/// One claimed slot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    /// The claimed slot's name (a dynamic slot's when carved).
+    pub slot: String,
+    /// The claim's capability.
+    pub claim_id: String,
+    /// Where its startd listens ("<host:port>").
+    pub startd_addr: String,
+    /// The autocluster signature of the jobs it may run.
+    pub signature: String,
+    /// The submitter the claim was granted to.
+    pub submitter: String,
+    /// When it was claimed (Unix seconds).
+    pub since: i64,
+    /// The job bound to it, if any.
+    pub job: Option<JobId>,
+    /// Keep-alives in a row that did not reach its startd.
+    pub missed_alives: u32,
+}
+
+/// Every claim and grant in flight.
+#[derive(Clone, Debug, Default)]
+pub struct Claims {
+    claims: HashMap<String, Claim>,
+    bound: HashMap<JobId, String>,
+    claiming: HashSet<JobId>,
+    newest_term: u64,
+    /// Jobs that were running when the access point restarted, kept from matching until
+    /// this time (Unix seconds): their old claims' leases must pass first, or a job might
+    /// run twice.
+    held_back: HashMap<JobId, i64>,
+}
+
+impl Claims {
+    /// Checks a grant of `term` for `job` against the queue and, when it passes, marks the
+    /// job as being claimed. Refused: an older term than one already taken, a job that is
+    /// not in the queue, not idle, or already bound or being claimed.
+    pub fn begin_grant(
+        &mut self,
+        term: u64,
+        job: &str,
+        queue: &Queue,
+        now: i64,
+    ) -> Result<JobId, String> {
+        if term < self.newest_term {
+            return Err(format!(
+                "stale term {term} < {} (this access point took a newer grant)",
+                self.newest_term
+            ));
+        }
+        let id = JobId::parse(job).ok_or_else(|| format!("job {job:?} is not CLUSTER.PROC"))?;
+        let ad = queue
+            .get(id)
+            .ok_or_else(|| format!("job {job} is not in the queue"))?;
+        if Status::of(ad) != Status::Idle || self.busy(id) {
+            return Err(format!("job {job} is not idle"));
+        }
+        if self.is_held_back(id, now) {
+            return Err(format!(
+                "job {job} was running before the access point restarted; its old claim's \
+                 lease has not passed yet"
+            ));
+        }
+        self.claiming.insert(id);
+        self.newest_term = self.newest_term.max(term);
+        Ok(id)
+    }
+
+    /// The claim for a begun grant failed: the job may be matched again.
+    pub fn abort_grant(&mut self, id: JobId) {
+        self.claiming.remove(&id);
+    }
+
+    /// The slot is claimed: records the claim, its job bound to it.
+    pub fn add(&mut self, claim: Claim) {
+        if let Some(j) = claim.job {
+            self.claiming.remove(&j);
+            self.bound.insert(j, claim.claim_id.clone());
+        }
+        self.claims.insert(claim.claim_id.clone(), claim);
+    }
+
+    /// Keeps `jobs` from matching until `until` (jobs that were running before a restart).
+    pub fn hold_back(&mut self, jobs: impl IntoIterator<Item = JobId>, until: i64) {
+        self.held_back.extend(jobs.into_iter().map(|j| (j, until)));
+    }
+
+    /// The job is kept from matching at `now`.
+    pub fn is_held_back(&self, id: JobId, now: i64) -> bool {
+        self.held_back.get(&id).is_some_and(|t| now < *t)
+    }
+
+    /// The job is bound to a claim or being claimed.
+    pub fn busy(&self, id: JobId) -> bool {
+        self.claiming.contains(&id) || self.bound.contains_key(&id)
+    }
+
+    /// The claim `claim_id`.
+    pub fn get(&self, claim_id: &str) -> Option<&Claim> {
+        self.claims.get(claim_id)
+    }
+
+    /// The claim the job is bound to.
+    pub fn of_job(&self, id: JobId) -> Option<&Claim> {
+        self.claims.get(self.bound.get(&id)?)
+    }
+
+    /// Every claim.
+    pub fn all(&self) -> impl Iterator<Item = &Claim> {
+        self.claims.values()
+    }
+
+    /// Number of claims held.
+    pub fn len(&self) -> usize {
+        self.claims.len()
+    }
+
+    /// No claim is held.
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+    }
+
+    /// The claim's job is done with it: unbinds and returns it.
+    pub fn unbind(&mut self, claim_id: &str) -> Option<JobId> {
+        let c = self.claims.get_mut(claim_id)?;
+        let j = c.job.take()?;
+        self.bound.remove(&j);
+        Some(j)
+    }
+
+    /// Binds `job` to the claim (the claim must have none).
+    pub fn bind(&mut self, claim_id: &str, job: JobId) -> bool {
+        match self.claims.get_mut(claim_id) {
+            Some(c) if c.job.is_none() && !self.bound.contains_key(&job) => {
+                c.job = Some(job);
+                self.bound.insert(job, claim_id.to_string());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A keep-alive did (`reached`) or did not reach the claim's startd; returns how many in
+    /// a row did not.
+    pub fn alive(&mut self, claim_id: &str, reached: bool) -> u32 {
+        match self.claims.get_mut(claim_id) {
+            Some(c) if reached => {
+                c.missed_alives = 0;
+                0
+            }
+            Some(c) => {
+                c.missed_alives += 1;
+                c.missed_alives
+            }
+            None => 0,
+        }
+    }
+
+    /// Forgets the claim (released or lost); returns it, its job unbound.
+    pub fn remove(&mut self, claim_id: &str) -> Option<Claim> {
+        let c = self.claims.remove(claim_id)?;
+        if let Some(j) = c.job {
+            self.bound.remove(&j);
+        }
+        Some(c)
+    }
+
+    /// The job the idle claim runs next: an idle, unbound job of its signature (highest
+    /// `JobPrio`, then oldest id), or `None` when there is none or the claim has lived
+    /// `worklife` seconds (HTCondor's `CLAIM_WORKLIFE`; negative: forever).
+    pub fn next_job(
+        &self,
+        claim_id: &str,
+        queue: &Queue,
+        now: i64,
+        worklife: i64,
+    ) -> Option<JobId> {
+        let c = self.claims.get(claim_id)?;
+        if c.job.is_some() || (worklife >= 0 && now - c.since >= worklife) {
+            return None;
+        }
+        let mut best: Option<(i64, JobId)> = None;
+        for id in queue.idle_of_signature(&c.signature) {
+            if self.busy(id) || self.is_held_back(id, now) {
+                continue;
+            }
+            let prio = queue.get(id).map_or(0, |ad| job::get_int(ad, "JobPrio", 0));
+            if best.is_none_or(|(p, _)| prio > p) {
+                best = Some((prio, id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
+    /// The idle jobs the negotiator may match at `now`: idle, not bound or being claimed,
+    /// not held back.
+    pub fn idle_ads<'q>(
+        &'q self,
+        queue: &'q Queue,
+        now: i64,
+    ) -> impl Iterator<Item = &'q classad::ClassAd> {
+        queue
+            .jobs()
+            .filter(move |(id, ad)| {
+                Status::of(ad) == Status::Idle && !self.busy(*id) && !self.is_held_back(*id, now)
+            })
+            .map(|(_, ad)| ad)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedd::queue::{Change, SubmitPolicy, Who};
+
+    fn queue(jobs: &[(i64, &str)]) -> Queue {
+        let mut q = Queue::new([], 1);
+        let who = Who {
+            name: "alice".into(),
+            is_super: false,
+        };
+        let policy = SubmitPolicy {
+            domain: "d".into(),
+            ..Default::default()
+        };
+        for (cpus, extra) in jobs {
+            let (c, ch) = q.reserve_cluster(&who);
+            q.apply(&[ch]);
+            let ad = format!("ClusterId = {c}\nProcId = 0\nCmd = \"x\"\nIwd = \"/\"\nRequestCpus = {cpus}\n{extra}");
+            let ch = q.submit(c, &[ad], &who, &policy, 0).unwrap();
+            q.apply(&ch);
+        }
+        q
+    }
+
+    fn claim(q: &Queue, job: JobId, since: i64) -> Claim {
+        Claim {
+            slot: "slot1@m".into(),
+            claim_id: "c1".into(),
+            startd_addr: "<127.0.0.1:1>".into(),
+            signature: job::signature(q.get(job).unwrap()),
+            submitter: "alice@d".into(),
+            since,
+            job: Some(job),
+            missed_alives: 0,
+        }
+    }
+
+    #[test]
+    fn a_job_is_granted_once_until_its_claim_lets_it_go() {
+        let q = queue(&[(1, "")]);
+        let mut c = Claims::default();
+        let id = c.begin_grant(5, "1.0", &q, 0).unwrap();
+        assert!(c
+            .begin_grant(5, "1.0", &q, 0)
+            .unwrap_err()
+            .contains("not idle"));
+        assert_eq!(c.idle_ads(&q, 0).count(), 0);
+        c.add(claim(&q, id, 0));
+        assert!(c
+            .begin_grant(5, "1.0", &q, 0)
+            .unwrap_err()
+            .contains("not idle"));
+        assert!(c
+            .begin_grant(4, "1.0", &q, 0)
+            .unwrap_err()
+            .contains("stale term"));
+        assert!(c
+            .begin_grant(5, "9.0", &q, 0)
+            .unwrap_err()
+            .contains("not in the queue"));
+        assert_eq!(c.unbind("c1"), Some(id));
+        assert!(!c.busy(id));
+        assert_eq!(c.idle_ads(&q, 0).count(), 1);
+        let id = c.begin_grant(6, "1.0", &q, 0).unwrap();
+        c.abort_grant(id);
+        assert!(!c.busy(id));
+        // Running before a restart: not matched until its old claim's lease has passed.
+        c.hold_back([id], 100);
+        assert!(c
+            .begin_grant(6, "1.0", &q, 99)
+            .unwrap_err()
+            .contains("restarted"));
+        assert_eq!(c.idle_ads(&q, 99).count(), 0);
+        assert_eq!(c.idle_ads(&q, 100).count(), 1);
+        assert!(c.begin_grant(6, "1.0", &q, 100).is_ok());
+    }
+
+    #[test]
+    fn a_claim_takes_the_next_job_of_its_autocluster_within_its_worklife() {
+        let mut q = queue(&[(1, ""), (2, ""), (1, "JobPrio = 3"), (1, "")]);
+        let mut c = Claims::default();
+        let first = c.begin_grant(1, "1.0", &q, 0).unwrap();
+        c.add(claim(&q, first, 100));
+        // Bound: no next job yet.
+        assert_eq!(c.next_job("c1", &q, 100, 1200), None);
+        c.unbind("c1");
+        // The job finished and left the queue.
+        let done = q.get(first).unwrap().clone();
+        q.apply(&[Change::Finish(first, done)]);
+        // 2.0 asks for 2 cpus: another autocluster. 3.0 has the higher priority.
+        assert_eq!(c.next_job("c1", &q, 200, 1200), Some(JobId::new(3, 0)));
+        assert!(c.bind("c1", JobId::new(3, 0)));
+        assert!(!c.bind("c1", JobId::new(4, 0)));
+        c.unbind("c1");
+        // Past CLAIM_WORKLIFE: released instead.
+        assert_eq!(c.next_job("c1", &q, 1300, 1200), None);
+        assert_eq!(c.next_job("c1", &q, 1300, -1), Some(JobId::new(3, 0)));
+        assert_eq!((c.alive("c1", false), c.alive("c1", false)), (1, 2));
+        assert_eq!((c.alive("c1", true), c.alive("c1", false)), (0, 1));
+        assert!(c.remove("c1").is_some());
+        assert!(c.is_empty());
+    }
+}

@@ -1,0 +1,372 @@
+//! The job's files at the access point, read and written as the job's owner: the input files
+//! sent with the activation (the executable when transferred, `In`, `TransferInput`) and the
+//! output files written back into `Iwd` on exit (stdout and stderr to `Out` and `Err`). This
+//! is the file-transfer half of HTCondor's shadow (src/condor_shadow.V6.1/, and
+//! src/condor_utils/file_transfer.cpp for the names).
+//!
+//! The access point may run as root; it must then never read or write a file the owner could
+//! not. Each job's file work runs on a thread of its own whose file-system identity
+//! (`setfsuid`/`setfsgid`, per thread on Linux) is the owner's, so the kernel checks every
+//! path as it would for the owner and new files belong to the owner. The thread keeps root's
+//! supplementary groups, so an input is also refused unless it is the owner's, readable by
+//! everyone, or group-readable with the owner's primary group. An access point not running as
+//! root runs only its own user's jobs (see `SubmitPolicy::only_user`).
+use super::job::get_str;
+use aerie_proto::execute::File;
+use classad::ClassAd;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Inputs larger than this in total are refused (they travel in one gRPC message).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// A Unix account the files are handled as.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Account {
+    /// The user name.
+    pub name: String,
+    /// Its uid.
+    pub uid: u32,
+    /// Its primary gid.
+    pub gid: u32,
+}
+
+/// A file error: the message (naming the file) and its errno (0 when none), for
+/// `HoldReasonSubCode`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileError {
+    /// What went wrong, naming the file.
+    pub message: String,
+    /// The errno, 0 when there is none.
+    pub errno: i32,
+}
+
+impl FileError {
+    fn new(message: String) -> FileError {
+        FileError { message, errno: 0 }
+    }
+
+    fn io(what: &str, path: &Path, e: &std::io::Error) -> FileError {
+        FileError {
+            message: format!("{what} {}: {e}", path.display()),
+            errno: e.raw_os_error().unwrap_or(0),
+        }
+    }
+}
+
+/// The account of user `name`.
+pub fn account(name: &str) -> Result<Account, String> {
+    match nix::unistd::User::from_name(name) {
+        Ok(Some(u)) => Ok(Account {
+            name: name.to_string(),
+            uid: u.uid.as_raw(),
+            gid: u.gid.as_raw(),
+        }),
+        Ok(None) => Err(format!("no such user {name:?} on the access point")),
+        Err(e) => Err(format!("looking up user {name:?}: {e}")),
+    }
+}
+
+/// Runs `f` on a thread of its own whose file-system identity is `acct`'s (when this process
+/// is root; otherwise as this process, which must then be `acct`).
+pub fn as_owner<T: Send>(
+    acct: &Account,
+    f: impl FnOnce() -> Result<T, FileError> + Send,
+) -> Result<T, FileError> {
+    let me = nix::unistd::geteuid().as_raw();
+    if me != 0 {
+        if me != acct.uid {
+            return Err(FileError::new(format!(
+                "the access point runs as uid {me} and cannot act as {} (uid {})",
+                acct.name, acct.uid
+            )));
+        }
+        return f();
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use nix::unistd::{setfsgid, setfsuid, Gid, Uid};
+            setfsgid(Gid::from_raw(acct.gid));
+            setfsuid(Uid::from_raw(acct.uid));
+            // setfsuid reports the previous value only: read it back to be sure.
+            if setfsuid(Uid::from_raw(acct.uid)).as_raw() != acct.uid {
+                return Err(FileError::new(format!(
+                    "cannot take the file-system identity of {}",
+                    acct.name
+                )));
+            }
+            f()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(FileError::new("file thread panicked".into())))
+    })
+}
+
+/// `p` relative to `iwd` unless absolute.
+fn in_iwd(iwd: &str, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        Path::new(iwd).join(p)
+    }
+}
+
+fn base_name(p: &str) -> Result<String, FileError> {
+    match Path::new(p).file_name().and_then(|n| n.to_str()) {
+        Some(n) if n != "." && n != ".." => Ok(n.to_string()),
+        _ => Err(FileError::new(format!("{p:?} names no file"))),
+    }
+}
+
+/// Reads one input file as the owner may: a regular file that is the owner's, readable by
+/// everyone, or group-readable with the owner's primary group.
+fn read_input(path: &Path, acct: &Account, budget: &mut u64) -> Result<Vec<u8>, FileError> {
+    let mut f = std::fs::File::open(path).map_err(|e| FileError::io("cannot open", path, &e))?;
+    let m = f
+        .metadata()
+        .map_err(|e| FileError::io("cannot stat", path, &e))?;
+    if !m.is_file() {
+        return Err(FileError::new(format!(
+            "{} is not a regular file (directories are not transferred)",
+            path.display()
+        )));
+    }
+    let mode = m.mode();
+    let readable =
+        m.uid() == acct.uid || mode & 0o004 != 0 || (mode & 0o040 != 0 && m.gid() == acct.gid);
+    if !readable {
+        return Err(FileError {
+            message: format!("{} is not readable by {}", path.display(), acct.name),
+            errno: libc::EACCES,
+        });
+    }
+    if m.len() > *budget {
+        return Err(FileError::new(format!(
+            "{}: the job's input files exceed {} MiB",
+            path.display(),
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    let mut data = Vec::with_capacity(m.len() as usize);
+    f.read_to_end(&mut data)
+        .map_err(|e| FileError::io("cannot read", path, &e))?;
+    *budget = budget.saturating_sub(data.len() as u64);
+    Ok(data)
+}
+
+/// The paths of the job's input files and the names they get in the sandbox: the executable
+/// (`Cmd`, unless `TransferExecutable` is false), `In` (unless /dev/null) and each of
+/// `TransferInput`. Pure.
+pub fn input_plan(ad: &ClassAd) -> Result<Vec<(PathBuf, String, bool)>, FileError> {
+    let iwd = get_str(ad, "Iwd").ok_or_else(|| FileError::new("the job has no Iwd".into()))?;
+    let mut out: Vec<(PathBuf, String, bool)> = Vec::new();
+    let mut add = |p: &str, exec: bool| -> Result<(), FileError> {
+        if p.contains("://") {
+            return Err(FileError::new(format!(
+                "{p:?}: URL transfers are not supported"
+            )));
+        }
+        let name = base_name(p)?;
+        if out.iter().any(|(_, n, _)| *n == name) {
+            return Err(FileError::new(format!(
+                "two input files are named {name:?} in the sandbox"
+            )));
+        }
+        out.push((in_iwd(&iwd, p), name, exec));
+        Ok(())
+    };
+    if ad.eval_attr("TransferExecutable").as_bool() != Some(false) {
+        if let Some(cmd) = get_str(ad, "Cmd") {
+            add(&cmd, true)?;
+        }
+    }
+    if let Some(i) = get_str(ad, "In").filter(|i| !i.is_empty() && i != "/dev/null") {
+        add(&i, false)?;
+    }
+    if let Some(list) = get_str(ad, "TransferInput") {
+        for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            add(p, false)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the job's input files as its owner.
+pub fn read_inputs(ad: &ClassAd, acct: &Account) -> Result<Vec<File>, FileError> {
+    let plan = input_plan(ad)?;
+    as_owner(acct, || {
+        let mut budget = MAX_INPUT_BYTES;
+        plan.iter()
+            .map(|(path, name, exec)| {
+                Ok(File {
+                    name: name.clone(),
+                    data: read_input(path, acct, &mut budget)?,
+                    executable: *exec,
+                })
+            })
+            .collect()
+    })
+}
+
+/// Where output file `name` goes: `Out` or `Err` (relative to `Iwd`) when it carries their
+/// base name, else `Iwd`/name; `None` for stdout/stderr sent to /dev/null. Pure.
+pub fn output_path(ad: &ClassAd, name: &str) -> Result<Option<PathBuf>, FileError> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(FileError::new(format!(
+            "output file name {name:?} is not a plain name"
+        )));
+    }
+    let iwd = get_str(ad, "Iwd").ok_or_else(|| FileError::new("the job has no Iwd".into()))?;
+    for attr in ["Out", "Err"] {
+        if let Some(p) = get_str(ad, attr).filter(|p| !p.is_empty()) {
+            if base_name(&p).ok().as_deref() == Some(name) {
+                if p == "/dev/null" {
+                    return Ok(None);
+                }
+                return Ok(Some(in_iwd(&iwd, &p)));
+            }
+        }
+    }
+    Ok(Some(Path::new(&iwd).join(name)))
+}
+
+/// Writes the job's output files into its `Iwd` as its owner (new files are the owner's;
+/// symbolic links are not followed).
+pub fn write_outputs(ad: &ClassAd, acct: &Account, files: &[File]) -> Result<(), FileError> {
+    let mut plan = Vec::with_capacity(files.len());
+    for f in files {
+        if let Some(p) = output_path(ad, &f.name)? {
+            plan.push((p, &f.data));
+        }
+    }
+    as_owner(acct, || {
+        for (path, data) in &plan {
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| FileError::io("cannot write", path, &e))?;
+            out.write_all(data)
+                .map_err(|e| FileError::io("cannot write", path, &e))?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me() -> Account {
+        let uid = nix::unistd::geteuid();
+        let u = nix::unistd::User::from_uid(uid).unwrap().unwrap();
+        Account {
+            name: u.name,
+            uid: uid.as_raw(),
+            gid: u.gid.as_raw(),
+        }
+    }
+
+    fn job(iwd: &Path, extra: &str) -> ClassAd {
+        classad::parse_ad(&format!(
+            "Iwd = \"{}\"\nCmd = \"run.sh\"\n{extra}",
+            iwd.display()
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn inputs_are_the_executable_in_and_transfer_input() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::write(d.path().join("in.txt"), "x").unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/a"), "a").unwrap();
+        let ad = job(d.path(), "In = \"in.txt\"\nTransferInput = \"sub/a, in2\"");
+        let plan = input_plan(&ad).unwrap();
+        let names: Vec<&str> = plan.iter().map(|(_, n, _)| n.as_str()).collect();
+        assert_eq!(names, ["run.sh", "in.txt", "a", "in2"]);
+        assert!(plan[0].2 && !plan[1].2);
+        // in2 is missing: the error names it.
+        let e = read_inputs(&ad, &me()).unwrap_err();
+        assert!(
+            e.message.contains("in2") && e.errno == libc::ENOENT,
+            "{e:?}"
+        );
+        let ad = job(d.path(), "In = \"in.txt\"\nTransferInput = \"sub/a\"");
+        let files = read_inputs(&ad, &me()).unwrap();
+        assert_eq!(files[2].data, b"a");
+        let ad = job(
+            d.path(),
+            "TransferExecutable = false\nTransferInput = \"sub\"",
+        );
+        let e = read_inputs(&ad, &me()).unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{e:?}");
+        let ad = job(d.path(), "TransferInput = \"x/a, y/a\"");
+        assert!(input_plan(&ad)
+            .unwrap_err()
+            .message
+            .contains("two input files"));
+    }
+
+    #[test]
+    fn outputs_go_to_out_err_and_iwd() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("logs")).unwrap();
+        let ad = job(d.path(), "Out = \"logs/job.out\"\nErr = \"/dev/null\"");
+        let f = |n: &str, t: &str| File {
+            name: n.into(),
+            data: t.as_bytes().to_vec(),
+            executable: false,
+        };
+        write_outputs(
+            &ad,
+            &me(),
+            &[f("job.out", "hello\n"), f("null", "e"), f("r.dat", "1")],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("logs/job.out")).unwrap(),
+            "hello\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("r.dat")).unwrap(),
+            "1"
+        );
+        // Err is /dev/null: a file of that base name goes nowhere.
+        assert_eq!(output_path(&ad, "null").unwrap(), None);
+        assert!(output_path(&ad, "../x").is_err());
+    }
+
+    #[test]
+    fn a_file_of_someone_else_is_not_handed_over() {
+        // As an ordinary user this process cannot act as another account at all.
+        if nix::unistd::geteuid().is_root() {
+            let d = tempfile::tempdir().unwrap();
+            let secret = d.path().join("secret");
+            std::fs::write(&secret, "s").unwrap();
+            std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            let nobody = account("nobody").unwrap();
+            let ad = job(
+                d.path(),
+                "TransferExecutable = false\nTransferInput = \"secret\"",
+            );
+            let e = read_inputs(&ad, &nobody).unwrap_err();
+            assert!(e.message.contains("secret"), "{e:?}");
+        } else {
+            let other = Account {
+                name: "other".into(),
+                uid: 12345,
+                gid: 12345,
+            };
+            let e = as_owner(&other, || Ok(())).unwrap_err();
+            assert!(e.message.contains("cannot act as other"), "{e:?}");
+        }
+    }
+}

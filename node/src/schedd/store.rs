@@ -1,0 +1,213 @@
+//! The job queue on disk, in RocksDB under `--spool`: the queued job ads, the history of
+//! finished jobs and the next cluster id. Every [`Change`] batch is one `WriteBatch` written
+//! with sync before it is applied in memory or acknowledged, so a crash (or `kill -9`) loses
+//! nothing a user was told is queued. HTCondor keeps the same things in its `job_queue.log`
+//! and `history` files (src/condor_schedd.V6/qmgmt.cpp, src/condor_utils/classad_log.cpp).
+//!
+//! Keys: `j` + cluster + proc (big-endian, so jobs iterate in id order) → the job ad in old
+//! syntax; `h` + sequence → a finished job's final ad (newest last); `m:next_cluster`.
+use super::job::JobId;
+use super::queue::Change;
+use anyhow::{anyhow, Context};
+use classad::{ClassAd, Expr};
+use rocksdb::{Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
+use std::path::{Path, PathBuf};
+
+const NEXT_CLUSTER: &[u8] = b"m:next_cluster";
+
+fn job_key(id: JobId) -> [u8; 17] {
+    let mut k = [0u8; 17];
+    k[0] = b'j';
+    k[1..9].copy_from_slice(&id.cluster.to_be_bytes());
+    k[9..17].copy_from_slice(&id.proc.to_be_bytes());
+    k
+}
+
+fn history_key(seq: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = b'h';
+    k[1..9].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// What the spool held when opened.
+pub struct Loaded {
+    /// The queued jobs' ads.
+    pub jobs: Vec<ClassAd>,
+    /// The next cluster id to hand out.
+    pub next_cluster: i64,
+}
+
+/// The queue's RocksDB database.
+pub struct Store {
+    db: DB,
+    path: PathBuf,
+    next_history: u64,
+}
+
+impl Store {
+    /// Opens (creating) the spool database in `dir` and reads the queue back.
+    pub fn open(dir: &Path) -> anyhow::Result<(Store, Loaded)> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the spool {}", dir.display()))?;
+        let path = dir.join("job_queue.db");
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        let db = DB::open(&opts, &path)
+            .with_context(|| format!("cannot open the job queue {}", path.display()))?;
+        let mut jobs = Vec::new();
+        for item in db.iterator(IteratorMode::From(b"j", Direction::Forward)) {
+            let (k, v) = item.with_context(|| format!("reading {}", path.display()))?;
+            if k.first() != Some(&b'j') {
+                break;
+            }
+            let text = std::str::from_utf8(&v)
+                .map_err(|e| anyhow!("{}: job record {:?} is not UTF-8: {e}", path.display(), k))?;
+            let ad = super::job::parse_ad(text).map_err(|e| {
+                anyhow!("{}: job record {:?} does not parse: {e}", path.display(), k)
+            })?;
+            jobs.push(ad);
+        }
+        let next_cluster =
+            match db.get(NEXT_CLUSTER)? {
+                Some(v) => i64::from_be_bytes(v.as_slice().try_into().map_err(|_| {
+                    anyhow!("{}: next_cluster record is not 8 bytes", path.display())
+                })?),
+                None => 1,
+            };
+        let mut last = db.iterator(IteratorMode::From(&[b'h', 0xff], Direction::Reverse));
+        let next_history = match last.next() {
+            Some(Ok((k, _))) if k.len() == 9 && k[0] == b'h' => {
+                u64::from_be_bytes(k[1..9].try_into().unwrap_or([0; 8])) + 1
+            }
+            _ => 0,
+        };
+        drop(last);
+        Ok((
+            Store {
+                db,
+                path,
+                next_history,
+            },
+            Loaded { jobs, next_cluster },
+        ))
+    }
+
+    /// Writes `changes` as one batch, synced to disk before it returns.
+    pub fn commit(&mut self, changes: &[Change]) -> anyhow::Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::default();
+        let mut seq = self.next_history;
+        for c in changes {
+            match c {
+                Change::Put(id, ad) => batch.put(job_key(*id), ad.to_old_syntax()),
+                Change::Finish(id, ad) => {
+                    batch.delete(job_key(*id));
+                    batch.put(history_key(seq), ad.to_old_syntax());
+                    seq += 1;
+                }
+                Change::NextCluster(n) => batch.put(NEXT_CLUSTER, n.to_be_bytes()),
+            }
+        }
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db
+            .write_opt(batch, &wo)
+            .with_context(|| format!("cannot write the job queue {}", self.path.display()))?;
+        self.next_history = seq;
+        Ok(())
+    }
+
+    /// Finished jobs, newest first, that satisfy `constraint`, cut to `projection`, at most
+    /// `limit` (0: all).
+    pub fn history(
+        &self,
+        constraint: Option<&Expr>,
+        projection: &[String],
+        limit: usize,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for item in self
+            .db
+            .iterator(IteratorMode::From(&[b'h', 0xff], Direction::Reverse))
+        {
+            let (k, v) = item.with_context(|| format!("reading {}", self.path.display()))?;
+            if k.first() != Some(&b'h') {
+                break;
+            }
+            let Some(ad) = std::str::from_utf8(&v)
+                .ok()
+                .and_then(|t| super::job::parse_ad(t).ok())
+            else {
+                tracing::warn!(path = %self.path.display(), key = ?k, "history record does not parse; skipped");
+                continue;
+            };
+            if constraint.is_none_or(|e| ad.eval_expr(e).is_true()) {
+                out.push(super::queue::project(&ad, projection));
+                if limit != 0 && out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(c: i64, p: i64, status: i64) -> ClassAd {
+        classad::parse_ad(&format!(
+            "ClusterId = {c}\nProcId = {p}\nJobStatus = {status}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn what_is_committed_is_there_after_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut s, l) = Store::open(dir.path()).unwrap();
+            assert!(l.jobs.is_empty());
+            assert_eq!(l.next_cluster, 1);
+            s.commit(&[
+                Change::NextCluster(3),
+                Change::Put(JobId::new(2, 1), job(2, 1, 1)),
+                Change::Put(JobId::new(2, 0), job(2, 0, 1)),
+                Change::Put(JobId::new(10, 0), job(10, 0, 1)),
+            ])
+            .unwrap();
+            s.commit(&[Change::Finish(JobId::new(2, 1), job(2, 1, 4))])
+                .unwrap();
+        }
+        let (mut s, l) = Store::open(dir.path()).unwrap();
+        assert_eq!(l.next_cluster, 3);
+        let ids: Vec<JobId> = l.jobs.iter().filter_map(JobId::of).collect();
+        assert_eq!(ids, [JobId::new(2, 0), JobId::new(10, 0)]);
+        // The history keeps counting after a reopen, newest first.
+        s.commit(&[Change::Finish(JobId::new(2, 0), job(2, 0, 3))])
+            .unwrap();
+        let h = s.history(None, &["ProcId".into()], 0).unwrap();
+        assert_eq!(h, ["ProcId = 0\n", "ProcId = 1\n"]);
+        let e = classad::parse_expr("JobStatus == 4").unwrap();
+        assert_eq!(s.history(Some(&e), &[], 0).unwrap().len(), 1);
+        assert_eq!(s.history(None, &[], 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_corrupt_record_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, _) = Store::open(dir.path()).unwrap();
+            s.db.put(job_key(JobId::new(1, 0)), "A = (1 +").unwrap();
+        }
+        let e = Store::open(dir.path()).err().unwrap().to_string();
+        assert!(
+            e.contains("job record") && e.contains("job_queue.db"),
+            "{e}"
+        );
+    }
+}
