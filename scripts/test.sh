@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs everything the tests need on a fresh machine (Debian packages, the
 # reference libclassad venv, the reference HTCondor chroot), checks formatting and lints
-# (rustfmt, clippy with warnings as errors, missing docs included), then runs every test.
+# (rustfmt, clippy with warnings as errors, missing docs included), then runs every test and
+# the main job as a smoke test (scripts/smoke.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh python3-venv debootstrap
@@ -16,3 +17,5 @@ else
   cargo test --workspace --no-fail-fast
 fi
 cargo test --workspace --doc
+# The main job, end to end: scripts/run.sh's pool runs a real job for an ordinary user.
+scripts/smoke.sh
