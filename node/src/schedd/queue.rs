@@ -324,6 +324,9 @@ impl Queue {
                 }
             }
             self.prepare(&mut ad, id, who, policy, now)?;
+            // condor_submit sets it on the cluster when it commits: condor_q's DONE and TOTAL
+            // columns read it.
+            ad.insert_int("TotalSubmitProcs", ads.len() as i64);
             changes.push(Change::Put(id, ad));
         }
         Ok(changes)

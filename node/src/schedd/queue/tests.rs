@@ -77,6 +77,7 @@ fn submit_sets_what_the_access_point_owns() {
     assert_eq!(a.eval_attr("QDate").as_int(), Some(100));
     assert_eq!(a.eval_attr("EnteredCurrentStatus").as_int(), Some(100));
     assert_eq!(a.eval_attr("NumJobStarts").as_int(), Some(0));
+    assert_eq!(a.eval_attr("TotalSubmitProcs").as_int(), Some(2));
     assert_eq!(q.next_cluster(), 2);
 }
 
