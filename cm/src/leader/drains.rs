@@ -134,6 +134,15 @@ fn how(h: &str) -> pb::DrainHow {
     }
 }
 
+/// A node's answer (ok, error) or the RPC's failure, as one result.
+fn answer(r: Result<(bool, String), tonic::Status>) -> Result<(), String> {
+    match r {
+        Ok((true, _)) => Ok(()),
+        Ok((false, error)) => Err(error),
+        Err(s) => Err(s.message().to_string()),
+    }
+}
+
 /// Makes one call; the error as an operator reads it.
 async fn call(c: &DrainCall) -> Result<(), String> {
     let addr = match c {
@@ -155,32 +164,16 @@ async fn call(c: &DrainCall) -> Result<(), String> {
                 resume_on_completion: request.resume_on_completion,
             });
             req.set_timeout(deadline);
-            let r = client
-                .drain(req)
-                .await
-                .map_err(|s| s.message().to_string())?
-                .into_inner();
-            if r.ok {
-                Ok(())
-            } else {
-                Err(r.error)
-            }
+            let r = client.drain(req).await;
+            answer(r.map(|r| r.into_inner()).map(|r| (r.ok, r.error)))
         }
         DrainCall::Cancel { request_id, .. } => {
             let mut req = tonic::Request::new(pb::CancelDrainRequest {
                 request_id: request_id.clone(),
             });
             req.set_timeout(deadline);
-            let r = client
-                .cancel_drain(req)
-                .await
-                .map_err(|s| s.message().to_string())?
-                .into_inner();
-            if r.ok {
-                Ok(())
-            } else {
-                Err(r.error)
-            }
+            let r = client.cancel_drain(req).await;
+            answer(r.map(|r| r.into_inner()).map(|r| (r.ok, r.error)))
         }
     }
 }
