@@ -289,6 +289,49 @@ fn requested_type(s: &str) -> Option<AdType> {
     }
 }
 
+/// A request's constraint, parsed; `None` when empty (every ad).
+#[allow(clippy::result_large_err)]
+fn parse_constraint(text: &str) -> Result<Option<classad::Expr>, tonic::Status> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    classad::parse_expr(text).map(Some).map_err(|e| {
+        tonic::Status::invalid_argument(format!("constraint {text:?} does not parse: {e}"))
+    })
+}
+
+/// The refusal of a constraint that cost more than the query budget.
+fn too_expensive(constraint: &str, e: classad::EvalLimit) -> tonic::Status {
+    tonic::Status::invalid_argument(format!(
+        "constraint {constraint:?} is too expensive to evaluate over this pool: {e}"
+    ))
+}
+
+/// A group of [`AdTable::totals`] on the wire: each key value by its type.
+fn totals_row(r: super::TotalsRow) -> pb::TotalsRow {
+    use classad::Value;
+    use pb::totals_value::Value as V;
+    let key = r
+        .key
+        .into_iter()
+        .map(|v| pb::TotalsValue {
+            value: match v {
+                Value::Undefined => None,
+                Value::Str(s) => Some(V::Str(s.to_string())),
+                Value::Int(i) => Some(V::Int(i)),
+                Value::Real(x) => Some(V::Real(x)),
+                Value::Bool(b) => Some(V::Boolean(b)),
+                other => Some(V::Other(other.to_string())),
+            },
+        })
+        .collect();
+    pb::TotalsRow {
+        key,
+        count: r.count,
+        sums: r.sums,
+    }
+}
+
 #[tonic::async_trait]
 impl collector_server::Collector for CollectorService {
     async fn advertise(
@@ -371,16 +414,7 @@ impl collector_server::Collector for CollectorService {
         request: tonic::Request<pb::QueryRequest>,
     ) -> Result<tonic::Response<pb::QueryReply>, tonic::Status> {
         let r = request.into_inner();
-        let constraint = if r.constraint.trim().is_empty() {
-            None
-        } else {
-            Some(classad::parse_expr(&r.constraint).map_err(|e| {
-                tonic::Status::invalid_argument(format!(
-                    "constraint {:?} does not parse: {e}",
-                    r.constraint
-                ))
-            })?)
-        };
+        let constraint = parse_constraint(&r.constraint)?;
         let r_constraint = r.constraint.clone();
         let q = Query {
             ad_type: requested_type(&r.ad_type),
@@ -401,13 +435,40 @@ impl collector_server::Collector for CollectorService {
         })
         .await
         .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
-        .map_err(|e| {
-            tonic::Status::invalid_argument(format!(
-                "constraint {:?} is too expensive to evaluate over this pool: {e}",
-                r_constraint
-            ))
-        })?;
+        .map_err(|e| too_expensive(&r_constraint, e))?;
         Ok(tonic::Response::new(pb::QueryReply { ads }))
+    }
+
+    async fn totals(
+        &self,
+        request: tonic::Request<pb::TotalsRequest>,
+    ) -> Result<tonic::Response<pb::TotalsReply>, tonic::Status> {
+        let r = request.into_inner();
+        let q = Query {
+            ad_type: requested_type(&r.ad_type),
+            constraint: parse_constraint(&r.constraint)?,
+            projection: Vec::new(),
+            absent: r.absent,
+            limit: 0,
+        };
+        // Counting evaluates attributes over the whole pool: on a blocking thread, under the
+        // read lock, as a query is.
+        let table = self.table.clone();
+        let (group_by, sum) = (r.group_by, r.sum);
+        let rows = tokio::task::spawn_blocking(move || {
+            table.read().unwrap_or_else(|p| p.into_inner()).totals(
+                &q,
+                &group_by,
+                &sum,
+                super::table::QUERY_EVAL_BUDGET,
+            )
+        })
+        .await
+        .map_err(|e| tonic::Status::internal(format!("the totals query failed: {e}")))?
+        .map_err(|e| too_expensive(&r.constraint, e))?;
+        Ok(tonic::Response::new(pb::TotalsReply {
+            rows: rows.into_iter().map(totals_row).collect(),
+        }))
     }
 
     async fn relay(
