@@ -644,9 +644,52 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         absent: p.absent || p.offline,
         limit: 0,
     };
+    if matches!(p.format, Format::Long | Format::Autoformat(_)) && stream(&mut client, &req, &p)? {
+        return Ok(0);
+    }
     let ads = fetch(&mut client, req)?;
     print!("{}", render(&p, &ads));
     Ok(0)
+}
+
+/// `-long` and `-af` print the ads in the CM's order, so they print each chunk of
+/// `Collector.QueryStream` as it arrives. False from a CM too old to stream (nothing printed:
+/// the caller asks `Query`). A stream that breaks after the first chunk is a final error (what
+/// was printed cannot be taken back, so no other CM is asked).
+fn stream(
+    client: &mut crate::client::Client,
+    req: &pb::QueryRequest,
+    p: &Parsed,
+) -> anyhow::Result<bool> {
+    use std::io::Write;
+    let (streamed, _) = client.collector("query", |mut c| {
+        let req = req.clone();
+        async move {
+            let mut s = match c.query_stream(req).await {
+                Ok(r) => r.into_inner(),
+                Err(st) if st.code() == tonic::Code::Unimplemented => return Ok(false),
+                Err(st) => return Err(st),
+            };
+            let mut n = 0usize;
+            let broke =
+                |n: usize, what: String| tonic::Status::internal(format!("after {n} ads: {what}"));
+            while let Some(chunk) = s.message().await.map_err(|e| broke(n, e.to_string()))? {
+                let mut ads = Vec::with_capacity(chunk.ads.len());
+                for (i, t) in chunk.ads.iter().enumerate() {
+                    let mut parsed = classad::parse_old_ads(t)
+                        .map_err(|e| broke(n, format!("ad {} does not parse: {e}", n + i)))?;
+                    ads.extend(parsed.pop());
+                }
+                std::io::stdout()
+                    .lock()
+                    .write_all(render(p, &ads).as_bytes())
+                    .map_err(|e| broke(n, format!("writing standard output: {e}")))?;
+                n += chunk.ads.len();
+            }
+            Ok(true)
+        }
+    })?;
+    Ok(streamed)
 }
 
 /// `-total` counted by the CM (`Collector.Totals`); `None` from a CM too old to count, which

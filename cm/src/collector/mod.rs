@@ -23,3 +23,5 @@ pub use table::{
 
 #[cfg(test)]
 mod relay_tests;
+#[cfg(test)]
+mod service_tests;

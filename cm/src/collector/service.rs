@@ -289,6 +289,10 @@ fn requested_type(s: &str) -> Option<AdType> {
     }
 }
 
+/// Ads per message of `QueryStream`: about 1.5 MB of slot ads, small enough for the client
+/// to print the first ones at once.
+pub const QUERY_CHUNK: usize = 1000;
+
 /// A request's constraint, parsed; `None` when empty (every ad).
 #[allow(clippy::result_large_err)]
 fn parse_constraint(text: &str) -> Result<Option<classad::Expr>, tonic::Status> {
@@ -407,6 +411,53 @@ impl collector_server::Collector for CollectorService {
         Ok(tonic::Response::new(pb::InvalidateReply {
             found: !removed.is_empty(),
         }))
+    }
+
+    type QueryStreamStream = std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<pb::QueryReply, tonic::Status>> + Send>,
+    >;
+
+    async fn query_stream(
+        &self,
+        request: tonic::Request<pb::QueryRequest>,
+    ) -> Result<tonic::Response<Self::QueryStreamStream>, tonic::Status> {
+        let r = request.into_inner();
+        let r_constraint = r.constraint.clone();
+        let q = Query {
+            ad_type: requested_type(&r.ad_type),
+            constraint: parse_constraint(&r.constraint)?,
+            projection: r.projection,
+            absent: r.absent,
+            limit: r.limit as usize,
+        };
+        // The matching ads are taken under the read lock (they share their attributes with
+        // the table, so this copies little); writing them out as text happens after the lock
+        // is released, one chunk at a time, as the client takes them.
+        let table = self.table.clone();
+        let ads = tokio::task::spawn_blocking(move || {
+            table
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .try_query(&q, super::table::QUERY_EVAL_BUDGET)
+        })
+        .await
+        .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
+        .map_err(|e| too_expensive(&r_constraint, e))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(2);
+        tokio::task::spawn_blocking(move || {
+            for chunk in ads.chunks(QUERY_CHUNK) {
+                let reply = pb::QueryReply {
+                    ads: chunk.iter().map(|a| a.to_old_syntax()).collect(),
+                };
+                if tx.blocking_send(Ok(reply)).is_err() {
+                    break; // the client went away
+                }
+            }
+        });
+        let out = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        Ok(tonic::Response::new(Box::pin(out)))
     }
 
     async fn query(
