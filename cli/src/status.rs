@@ -1,4 +1,8 @@
 //! `cmctl status`: `condor_status` against any CM's collector (`Collector.Query`).
+//! `-total` is counted on the CM (`Collector.Totals`), and `-long` and `-af` print the ads as
+//! `Collector.QueryStream` sends them in chunks; with a CM that has neither, both fall back
+//! to `Query` (HTCondor's condor_status, src/condor_status.V6, fetches the ads and counts on
+//! the client).
 //!
 //! Takes condor_status's single-dash options: the default slot table (Name, OpSys, Arch,
 //! State, Activity, LoadAv, Mem, ActvtyTime, then the totals by Arch/OpSys), `-long`,
