@@ -1,4 +1,8 @@
 //! `cmctl status`: `condor_status` against any CM's collector (`Collector.Query`).
+//! `-total` is counted on the CM (`Collector.Totals`), and `-long` and `-af` print the ads as
+//! `Collector.QueryStream` sends them in chunks; with a CM that has neither, both fall back
+//! to `Query` (HTCondor's condor_status, src/condor_status.V6, fetches the ads and counts on
+//! the client).
 //!
 //! Takes condor_status's single-dash options: the default slot table (Name, OpSys, Arch,
 //! State, Activity, LoadAv, Mem, ActvtyTime, then the totals by Arch/OpSys), `-long`,
@@ -124,7 +128,12 @@ pub fn constraint(p: &Parsed) -> String {
 }
 
 fn text(ad: &ClassAd, attr: &str) -> String {
-    match ad.eval_attr(attr) {
+    value_text(ad.eval_attr(attr))
+}
+
+/// A value as condor_status prints it in tables and `-af`: strings unquoted, reals short.
+fn value_text(v: Value) -> String {
+    match v {
         Value::Str(s) => s.to_string(),
         Value::Undefined => "undefined".into(),
         Value::Real(r) => real(r),
@@ -230,22 +239,69 @@ pub fn slot_table(ads: &[ClassAd]) -> String {
 /// `Drained` slots and `Backfill` every `Backfill` slot; `BkIdle` (partitionable backfill
 /// resources) is not tracked and stays 0.
 pub fn slot_totals(ads: &[&ClassAd]) -> String {
-    const COLS: [(&str, usize); 9] = [
-        ("Total", 5),
-        ("Owner", 5),
-        ("Claimed", 7),
-        ("Unclaimed", 9),
-        ("Matched", 7),
-        ("Preempting", 10),
-        ("Drain", 6),
-        ("Backfill", 8),
-        ("BkIdle", 6),
-    ];
-    let mut rows: BTreeMap<String, [u64; 9]> = BTreeMap::new();
-    let mut total = [0u64; 9];
+    let mut counts = SlotCounts::default();
     for a in ads {
-        let label = format!("{}/{}", text(a, "Arch"), text(a, "OpSys"));
-        let idx = match text(a, "State").as_str() {
+        counts.add(
+            format!("{}/{}", text(a, "Arch"), text(a, "OpSys")),
+            &text(a, "State"),
+            1,
+        );
+    }
+    counts.to_string()
+}
+
+/// What the CM is asked to group slots by for [`slot_totals_of`]: the label's parts and the
+/// state.
+pub const SLOT_TOTALS_BY: [&str; 3] = ["Arch", "OpSys", "State"];
+
+/// [`slot_totals`] from the CM's counts (`Collector.Totals` grouped by [`SLOT_TOTALS_BY`]):
+/// the same text, without the ads crossing the network.
+pub fn slot_totals_of(rows: &[pb::TotalsRow]) -> String {
+    let mut counts = SlotCounts::default();
+    for r in rows {
+        let part = |i: usize| r.key.get(i).map(totals_value_text).unwrap_or_default();
+        counts.add(format!("{}/{}", part(0), part(1)), &part(2), r.count);
+    }
+    counts.to_string()
+}
+
+/// A key value of a `Collector.Totals` row as [`text`] would print the attribute.
+fn totals_value_text(v: &pb::TotalsValue) -> String {
+    use pb::totals_value::Value as V;
+    match &v.value {
+        None => value_text(Value::Undefined),
+        Some(V::Str(s)) => s.clone(),
+        Some(V::Int(i)) => value_text(Value::Int(*i)),
+        Some(V::Real(r)) => value_text(Value::Real(*r)),
+        Some(V::Boolean(b)) => value_text(Value::Bool(*b)),
+        Some(V::Other(o)) => o.clone(),
+    }
+}
+
+/// The `-total` table's columns and their widths.
+const TOTAL_COLS: [(&str, usize); 9] = [
+    ("Total", 5),
+    ("Owner", 5),
+    ("Claimed", 7),
+    ("Unclaimed", 9),
+    ("Matched", 7),
+    ("Preempting", 10),
+    ("Drain", 6),
+    ("Backfill", 8),
+    ("BkIdle", 6),
+];
+
+/// Slot counts by `Arch/OpSys` label and state column of [`TOTAL_COLS`].
+#[derive(Default)]
+struct SlotCounts {
+    rows: BTreeMap<String, [u64; 9]>,
+    total: [u64; 9],
+}
+
+impl SlotCounts {
+    /// Counts `n` slots of `label` in `state`.
+    fn add(&mut self, label: String, state: &str, n: u64) {
+        let idx = match state {
             "Owner" => Some(1),
             "Claimed" => Some(2),
             "Unclaimed" => Some(3),
@@ -255,34 +311,37 @@ pub fn slot_totals(ads: &[&ClassAd]) -> String {
             "Backfill" => Some(7),
             _ => None,
         };
-        let r = rows.entry(label).or_insert([0; 9]);
-        r[0] += 1;
-        total[0] += 1;
+        let r = self.rows.entry(label).or_insert([0; 9]);
+        r[0] += n;
+        self.total[0] += n;
         if let Some(i) = idx {
-            r[i] += 1;
-            total[i] += 1;
+            r[i] += n;
+            self.total[i] += n;
         }
     }
-    let lw = rows.keys().map(|k| k.len()).max().unwrap_or(0).max(14);
-    let mut out = format!("{:>lw$}", "");
-    for (h, w) in COLS {
-        out.push_str(&format!(" {h:>w$}"));
-    }
-    out.push_str("\n\n");
-    let line = |label: &str, v: &[u64; 9]| {
-        let mut s = format!("{label:>lw$}");
-        for ((_, w), n) in COLS.iter().zip(v) {
-            s.push_str(&format!(" {n:>w$}", w = *w));
+}
+
+impl std::fmt::Display for SlotCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lw = self.rows.keys().map(|k| k.len()).max().unwrap_or(0).max(14);
+        write!(f, "{:>lw$}", "")?;
+        for (h, w) in TOTAL_COLS {
+            write!(f, " {h:>w$}")?;
         }
-        s.push('\n');
-        s
-    };
-    for (label, v) in &rows {
-        out.push_str(&line(label, v));
+        f.write_str("\n\n")?;
+        let line = |f: &mut std::fmt::Formatter<'_>, label: &str, v: &[u64; 9]| {
+            write!(f, "{label:>lw$}")?;
+            for ((_, w), n) in TOTAL_COLS.iter().zip(v) {
+                write!(f, " {n:>w$}", w = *w)?;
+            }
+            f.write_str("\n")
+        };
+        for (label, v) in &self.rows {
+            line(f, label, v)?;
+        }
+        f.write_str("\n")?;
+        line(f, "Total", &self.total)
     }
-    out.push('\n');
-    out.push_str(&line("Total", &total));
-    out
 }
 
 /// The `-submitters` (`schedd = false`: RunningJobs, IdleJobs, HeldJobs) and `-schedd`
@@ -572,6 +631,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let p = parse(&args.args)?;
+    let mut client = crate::client::Client::new(&args.conn)?;
+    if p.format == Format::Total {
+        if let Some(out) = totals(&mut client, &p)? {
+            print!("{out}");
+            return Ok(0);
+        }
+    }
     let req = pb::QueryRequest {
         ad_type: p.ad_type.clone(),
         constraint: constraint(&p),
@@ -582,9 +648,84 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         absent: p.absent || p.offline,
         limit: 0,
     };
-    let ads = fetch(&mut crate::client::Client::new(&args.conn)?, req)?;
+    if matches!(p.format, Format::Long | Format::Autoformat(_)) && stream(&mut client, &req, &p)? {
+        return Ok(0);
+    }
+    let ads = fetch(&mut client, req)?;
     print!("{}", render(&p, &ads));
     Ok(0)
+}
+
+/// `-long` and `-af` print the ads in the CM's order, so they print each chunk of
+/// `Collector.QueryStream` as it arrives. False from a CM too old to stream (nothing printed:
+/// the caller asks `Query`). A stream that breaks after the first chunk is a final error (what
+/// was printed cannot be taken back, so no other CM is asked).
+fn stream(
+    client: &mut crate::client::Client,
+    req: &pb::QueryRequest,
+    p: &Parsed,
+) -> anyhow::Result<bool> {
+    use std::io::Write;
+    let (streamed, _) = client.collector("query", |mut c| {
+        let req = req.clone();
+        async move {
+            let mut s = match c.query_stream(req).await {
+                Ok(r) => r.into_inner(),
+                Err(st) if st.code() == tonic::Code::Unimplemented => return Ok(false),
+                Err(st) => return Err(st),
+            };
+            let mut n = 0usize;
+            let broke =
+                |n: usize, what: String| tonic::Status::internal(format!("after {n} ads: {what}"));
+            while let Some(chunk) = s.message().await.map_err(|e| broke(n, e.to_string()))? {
+                let mut ads = Vec::with_capacity(chunk.ads.len());
+                for (i, t) in chunk.ads.iter().enumerate() {
+                    let mut parsed = classad::parse_old_ads(t)
+                        .map_err(|e| broke(n, format!("ad {} does not parse: {e}", n + i)))?;
+                    ads.extend(parsed.pop());
+                }
+                std::io::stdout()
+                    .lock()
+                    .write_all(render(p, &ads).as_bytes())
+                    .map_err(|e| broke(n, format!("writing standard output: {e}")))?;
+                n += chunk.ads.len();
+            }
+            Ok(true)
+        }
+    })?;
+    Ok(streamed)
+}
+
+/// `-total` counted by the CM (`Collector.Totals`); `None` from a CM too old to count, which
+/// leaves it to the client (all the ads fetched).
+fn totals(client: &mut crate::client::Client, p: &Parsed) -> anyhow::Result<Option<String>> {
+    let req = pb::TotalsRequest {
+        ad_type: p.ad_type.clone(),
+        constraint: constraint(p),
+        absent: p.absent || p.offline,
+        group_by: SLOT_TOTALS_BY.map(String::from).to_vec(),
+        sum: Vec::new(),
+    };
+    let (reply, _) = client.collector("totals", |mut c| {
+        let req = req.clone();
+        async move {
+            match c.totals(req).await {
+                Ok(r) => Ok(Some(r.into_inner())),
+                Err(s) if s.code() == tonic::Code::Unimplemented => Ok(None),
+                Err(s) => Err(s),
+            }
+        }
+    })?;
+    Ok(reply.map(|r| render_totals(&r.rows)))
+}
+
+/// `-total` from the CM's counts, as [`render`] prints it from the ads: nothing when no slot
+/// matched, else a blank line and the totals.
+pub fn render_totals(rows: &[pb::TotalsRow]) -> String {
+    if rows.iter().all(|r| r.count == 0) {
+        return String::new();
+    }
+    format!("\n{}", slot_totals_of(rows))
 }
 
 #[cfg(test)]

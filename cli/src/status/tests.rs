@@ -98,6 +98,41 @@ slot9@z.example.org                       LINUX      X86_64 Backfill  Busy     [
     assert_eq!(render(&total, &all), format!("\n{TOTALS}"));
 }
 
+/// A `Collector.Totals` row as the CM sends it.
+fn row(key: [Option<&str>; 3], count: u64) -> pb::TotalsRow {
+    pb::TotalsRow {
+        key: key
+            .iter()
+            .map(|k| pb::TotalsValue {
+                value: k.map(|s| pb::totals_value::Value::Str(s.to_string())),
+            })
+            .collect(),
+        count,
+        sums: Vec::new(),
+    }
+}
+
+#[test]
+fn totals_counted_by_the_cm_print_as_condor_status_does() {
+    // SLOTS as the CM counts them (groups in no particular order).
+    let rows = [
+        row([Some("X86_64"), Some("LINUX"), Some("Backfill")], 1),
+        row([Some("X86_64"), Some("WINDOWS"), Some("Backfill")], 1),
+        row([Some("X86_64"), Some("LINUX"), Some("Claimed")], 1),
+        row([Some("X86_64"), Some("LINUX"), Some("Drained")], 1),
+        row([Some("X86_64"), Some("LINUX"), Some("Unclaimed")], 1),
+    ];
+    assert_eq!(render_totals(&rows), format!("\n{TOTALS}"));
+    assert_eq!(render_totals(&[]), "");
+    // An undefined Arch and an unknown state count as the client would count the ads.
+    let odd = ads("MyType = \"Machine\"\nName = \"s@a\"\nOpSys = \"LINUX\"\nState = \"Weird\"\n");
+    let refs: Vec<&ClassAd> = odd.iter().collect();
+    assert_eq!(
+        render_totals(&[row([None, Some("LINUX"), Some("Weird")], 1)]),
+        format!("\n{}", slot_totals(&refs))
+    );
+}
+
 #[test]
 fn short_names_load_from_condor_load_avg_and_no_last_heard_from() {
     let a = ads(

@@ -17,8 +17,11 @@ mod table;
 
 pub use table::{
     address_host, is_private_attr, AdError, AdKey, AdTable, AdType, CollectorParams, DigestDiff,
-    DigestEntry, ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, Update, Version,
+    DigestEntry, ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, TotalsRow, Update,
+    Version,
 };
 
 #[cfg(test)]
 mod relay_tests;
+#[cfg(test)]
+mod service_tests;

@@ -289,6 +289,53 @@ fn requested_type(s: &str) -> Option<AdType> {
     }
 }
 
+/// Ads per message of `QueryStream`: about 1.5 MB of slot ads, small enough for the client
+/// to print the first ones at once.
+pub const QUERY_CHUNK: usize = 1000;
+
+/// A request's constraint, parsed; `None` when empty (every ad).
+#[allow(clippy::result_large_err)]
+fn parse_constraint(text: &str) -> Result<Option<classad::Expr>, tonic::Status> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    classad::parse_expr(text).map(Some).map_err(|e| {
+        tonic::Status::invalid_argument(format!("constraint {text:?} does not parse: {e}"))
+    })
+}
+
+/// The refusal of a constraint that cost more than the query budget.
+fn too_expensive(constraint: &str, e: classad::EvalLimit) -> tonic::Status {
+    tonic::Status::invalid_argument(format!(
+        "constraint {constraint:?} is too expensive to evaluate over this pool: {e}"
+    ))
+}
+
+/// A group of [`AdTable::totals`] on the wire: each key value by its type.
+fn totals_row(r: super::TotalsRow) -> pb::TotalsRow {
+    use classad::Value;
+    use pb::totals_value::Value as V;
+    let key = r
+        .key
+        .into_iter()
+        .map(|v| pb::TotalsValue {
+            value: match v {
+                Value::Undefined => None,
+                Value::Str(s) => Some(V::Str(s.to_string())),
+                Value::Int(i) => Some(V::Int(i)),
+                Value::Real(x) => Some(V::Real(x)),
+                Value::Bool(b) => Some(V::Boolean(b)),
+                other => Some(V::Other(other.to_string())),
+            },
+        })
+        .collect();
+    pb::TotalsRow {
+        key,
+        count: r.count,
+        sums: r.sums,
+    }
+}
+
 #[tonic::async_trait]
 impl collector_server::Collector for CollectorService {
     async fn advertise(
@@ -366,21 +413,59 @@ impl collector_server::Collector for CollectorService {
         }))
     }
 
+    type QueryStreamStream = std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<pb::QueryReply, tonic::Status>> + Send>,
+    >;
+
+    async fn query_stream(
+        &self,
+        request: tonic::Request<pb::QueryRequest>,
+    ) -> Result<tonic::Response<Self::QueryStreamStream>, tonic::Status> {
+        let r = request.into_inner();
+        let r_constraint = r.constraint.clone();
+        let q = Query {
+            ad_type: requested_type(&r.ad_type),
+            constraint: parse_constraint(&r.constraint)?,
+            projection: r.projection,
+            absent: r.absent,
+            limit: r.limit as usize,
+        };
+        // The matching ads are taken under the read lock (they share their attributes with
+        // the table, so this copies little); writing them out as text happens after the lock
+        // is released, one chunk at a time, as the client takes them.
+        let table = self.table.clone();
+        let ads = tokio::task::spawn_blocking(move || {
+            table
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .try_query(&q, super::table::QUERY_EVAL_BUDGET)
+        })
+        .await
+        .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
+        .map_err(|e| too_expensive(&r_constraint, e))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(2);
+        tokio::task::spawn_blocking(move || {
+            for chunk in ads.chunks(QUERY_CHUNK) {
+                let reply = pb::QueryReply {
+                    ads: chunk.iter().map(|a| a.to_old_syntax()).collect(),
+                };
+                if tx.blocking_send(Ok(reply)).is_err() {
+                    break; // the client went away
+                }
+            }
+        });
+        let out = futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        Ok(tonic::Response::new(Box::pin(out)))
+    }
+
     async fn query(
         &self,
         request: tonic::Request<pb::QueryRequest>,
     ) -> Result<tonic::Response<pb::QueryReply>, tonic::Status> {
         let r = request.into_inner();
-        let constraint = if r.constraint.trim().is_empty() {
-            None
-        } else {
-            Some(classad::parse_expr(&r.constraint).map_err(|e| {
-                tonic::Status::invalid_argument(format!(
-                    "constraint {:?} does not parse: {e}",
-                    r.constraint
-                ))
-            })?)
-        };
+        let constraint = parse_constraint(&r.constraint)?;
         let r_constraint = r.constraint.clone();
         let q = Query {
             ad_type: requested_type(&r.ad_type),
@@ -401,13 +486,40 @@ impl collector_server::Collector for CollectorService {
         })
         .await
         .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
-        .map_err(|e| {
-            tonic::Status::invalid_argument(format!(
-                "constraint {:?} is too expensive to evaluate over this pool: {e}",
-                r_constraint
-            ))
-        })?;
+        .map_err(|e| too_expensive(&r_constraint, e))?;
         Ok(tonic::Response::new(pb::QueryReply { ads }))
+    }
+
+    async fn totals(
+        &self,
+        request: tonic::Request<pb::TotalsRequest>,
+    ) -> Result<tonic::Response<pb::TotalsReply>, tonic::Status> {
+        let r = request.into_inner();
+        let q = Query {
+            ad_type: requested_type(&r.ad_type),
+            constraint: parse_constraint(&r.constraint)?,
+            projection: Vec::new(),
+            absent: r.absent,
+            limit: 0,
+        };
+        // Counting evaluates attributes over the whole pool: on a blocking thread, under the
+        // read lock, as a query is.
+        let table = self.table.clone();
+        let (group_by, sum) = (r.group_by, r.sum);
+        let rows = tokio::task::spawn_blocking(move || {
+            table.read().unwrap_or_else(|p| p.into_inner()).totals(
+                &q,
+                &group_by,
+                &sum,
+                super::table::QUERY_EVAL_BUDGET,
+            )
+        })
+        .await
+        .map_err(|e| tonic::Status::internal(format!("the totals query failed: {e}")))?
+        .map_err(|e| too_expensive(&r.constraint, e))?;
+        Ok(tonic::Response::new(pb::TotalsReply {
+            rows: rows.into_iter().map(totals_row).collect(),
+        }))
     }
 
     async fn relay(

@@ -35,6 +35,9 @@ use private::split_private;
 
 mod sync;
 
+mod totals;
+pub use totals::TotalsRow;
+
 use sync::Source;
 pub use sync::{DigestDiff, DigestEntry, RelayItem, Version};
 
@@ -678,6 +681,41 @@ impl AdTable {
         q: &Query,
         budget: u64,
     ) -> Result<Vec<(AdKey, ClassAd)>, (Vec<(AdKey, ClassAd)>, classad::EvalLimit)> {
+        let mut out = Vec::new();
+        let scanned = self.scan(q, budget, false, |key, e, stamped| {
+            let ad = if q.projection.is_empty() {
+                stamped.unwrap_or_else(|| stamp(e))
+            } else {
+                let mut p = ClassAd::with_capacity(q.projection.len());
+                for name in &q.projection {
+                    if name.eq_ignore_ascii_case(LAST_HEARD_FROM) {
+                        p.insert_int(name, e.updated());
+                    } else if let Some(x) = e.ad.lookup(name) {
+                        p.insert(name, x.clone());
+                    }
+                }
+                p
+            };
+            out.push((key.clone(), ad));
+            !(q.limit > 0 && out.len() >= q.limit)
+        });
+        match scanned {
+            Ok(()) => Ok(out),
+            Err(e) => Err((out, e)),
+        }
+    }
+
+    /// Calls `f` with every ad of `q`'s type matching its constraint (absent ads only when
+    /// asked for or mentioned), in key order, until `f` returns false. `f` also gets the ad
+    /// stamped with `LastHeardFrom` when the constraint needed it (or `stamp` asks for it).
+    /// Fails once evaluating the constraint has cost more than `budget` steps.
+    fn scan(
+        &self,
+        q: &Query,
+        budget: u64,
+        stamp_always: bool,
+        mut f: impl FnMut(&AdKey, &Entry, Option<ClassAd>) -> bool,
+    ) -> Result<(), classad::EvalLimit> {
         let mut left = budget;
         let refs = q.constraint.as_ref().map(|c| c.references());
         let want_absent = q.absent
@@ -686,10 +724,10 @@ impl AdTable {
                 .is_some_and(|r| r.internal.contains("absent") || r.internal.contains("offline"));
         // Stamping LastHeardFrom copies the ad, so do it before evaluating only when the
         // constraint needs it.
-        let stamp_first = refs
-            .as_ref()
-            .is_some_and(|r| r.internal.contains("lastheardfrom"));
-        let mut out = Vec::new();
+        let stamp_first = stamp_always
+            || refs
+                .as_ref()
+                .is_some_and(|r| r.internal.contains("lastheardfrom"));
         let iter: Box<dyn Iterator<Item = (&AdKey, &Entry)>> = match &q.ad_type {
             Some(t) => Box::new(
                 self.ads
@@ -712,32 +750,16 @@ impl AdTable {
                 {
                     Ok(v) if v.is_true() => {}
                     Ok(_) => continue,
-                    Err(_) if left == 0 => {
-                        return Err((out, classad::EvalLimit { steps: budget }));
-                    }
+                    Err(_) if left == 0 => return Err(classad::EvalLimit { steps: budget }),
                     // Too expensive for this ad alone: it does not match.
                     Err(_) => continue,
                 }
             }
-            let ad = if q.projection.is_empty() {
-                stamped.unwrap_or_else(|| stamp(e))
-            } else {
-                let mut p = ClassAd::with_capacity(q.projection.len());
-                for name in &q.projection {
-                    if name.eq_ignore_ascii_case(LAST_HEARD_FROM) {
-                        p.insert_int(name, e.updated());
-                    } else if let Some(x) = e.ad.lookup(name) {
-                        p.insert(name, x.clone());
-                    }
-                }
-                p
-            };
-            out.push((key.clone(), ad));
-            if q.limit > 0 && out.len() >= q.limit {
+            if !f(key, e, stamped) {
                 break;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The absent and offline ads held, for the Raft layer to commit.
@@ -998,3 +1020,6 @@ mod private_tests;
 
 #[cfg(test)]
 mod sync_tests;
+
+#[cfg(test)]
+mod totals_tests;
