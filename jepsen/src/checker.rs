@@ -10,6 +10,7 @@
 
 use crate::history::{History, Op, OpKind, Outcome};
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 /// The acknowledged writes: name to value.
 fn acked_writes(h: &History) -> Vec<(&Op, &str, f64)> {
@@ -55,8 +56,16 @@ pub fn two_leaders(h: &History) -> Vec<String> {
         .collect()
 }
 
+/// When a name must be visible to every read sent later, the value it must have if known, and
+/// what set that time.
+type Due = (Duration, Option<f64>, String);
+
 /// Reads never go backwards: an acknowledged read sees every write acknowledged before it was
 /// sent, and everything an earlier acknowledged read (completed before it was sent) saw.
+///
+/// Each name gets a deadline, the earliest of its write's acknowledgement and the completion of
+/// the first read that saw it; a read sent after a name's deadline must hold that name (with
+/// the acknowledged value, when the write was acknowledged). Linear in reads times names.
 pub fn stale_reads(h: &History) -> Vec<String> {
     let reads: Vec<(&Op, &BTreeMap<String, f64>)> = h
         .ops
@@ -66,25 +75,46 @@ pub fn stale_reads(h: &History) -> Vec<String> {
             _ => None,
         })
         .collect();
-    let writes = acked_writes(h);
-    let mut v = Vec::new();
+    let mut due: BTreeMap<&str, Due> = BTreeMap::new();
+    for (w, name, value) in acked_writes(h) {
+        due.insert(
+            name,
+            (
+                w.complete,
+                Some(value),
+                format!("acknowledged at {:?}", w.complete),
+            ),
+        );
+    }
     for (r, seen) in &reads {
-        for (w, name, value) in &writes {
-            if w.complete < r.invoke && seen.get(*name) != Some(value) {
-                v.push(format!(
-                    "read via CM {} sent at {:?} misses {name}={value}, acknowledged at {:?}",
-                    r.node, r.invoke, w.complete
-                ));
+        for k in seen.keys() {
+            let why = format!("seen by a read via CM {} done at {:?}", r.node, r.complete);
+            let e = due
+                .entry(k.as_str())
+                .or_insert((r.complete, None, why.clone()));
+            if r.complete < e.0 {
+                e.0 = r.complete;
+                e.2 = why;
             }
         }
-        for (earlier, before) in &reads {
-            if earlier.complete < r.invoke {
-                if let Some(k) = before.keys().find(|k| !seen.contains_key(*k)) {
-                    v.push(format!(
-                        "read via CM {} sent at {:?} misses {k}, seen by a read via CM {} done at {:?}",
-                        r.node, r.invoke, earlier.node, earlier.complete
-                    ));
-                }
+    }
+    let mut order: Vec<(&str, &Due)> = due.iter().map(|(k, v)| (*k, v)).collect();
+    order.sort_by_key(|(_, (t, _, _))| *t);
+    let mut v = Vec::new();
+    for (r, seen) in &reads {
+        let n = order.partition_point(|(_, (t, _, _))| *t < r.invoke);
+        for (name, (_, value, why)) in &order[..n] {
+            let ok = match value {
+                Some(x) => seen.get(*name) == Some(x),
+                None => seen.contains_key(*name),
+            };
+            if !ok {
+                v.push(format!(
+                    "read via CM {} sent at {:?} misses {name} ({why}): it saw {:?}",
+                    r.node,
+                    r.invoke,
+                    seen.get(*name)
+                ));
             }
         }
     }
@@ -149,7 +179,6 @@ impl Report {
 mod tests {
     use super::*;
     use crate::history::{Partition, Sample};
-    use std::time::Duration;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

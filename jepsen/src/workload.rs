@@ -99,7 +99,7 @@ impl Run {
         while !self.stopped() {
             let (node, addr) = self.cms[(seq as usize + process) % self.cms.len()].clone();
             let invoke = self.now();
-            let (kind, outcome) = if seq % 2 == 0 {
+            let (kind, outcome) = if seq.is_multiple_of(2) {
                 let name = format!("jepsen_p{process}_n{seq}");
                 let value = (seq + 1) as f64;
                 let outcome =

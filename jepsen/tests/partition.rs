@@ -81,9 +81,9 @@ fn run(steps: &[Step], tail: Duration) -> Outcomes {
     Outcomes { history }
 }
 
-/// Acknowledged writes through CMs other than `isolated` inside its partitions: the majority
-/// kept committing.
-fn majority_writes(o: &Outcomes) -> usize {
+/// Writes inside a partition, through the isolated CM (`through_isolated`) or through the
+/// others, with outcome matching `ok`.
+fn writes_in_partitions(o: &Outcomes, through_isolated: bool, ok: bool) -> usize {
     o.history
         .partitions
         .iter()
@@ -92,11 +92,11 @@ fn majority_writes(o: &Outcomes) -> usize {
                 .ops
                 .iter()
                 .filter(|op| {
-                    op.node != p.isolated
+                    (op.node == p.isolated) == through_isolated
                         && op.invoke >= p.start
                         && op.complete <= p.end
                         && matches!(op.kind, OpKind::Write { .. })
-                        && matches!(op.outcome, Outcome::Ok(_))
+                        && matches!(op.outcome, Outcome::Ok(_)) == ok
                 })
                 .count()
         })
@@ -115,8 +115,12 @@ fn a_leader_cut_off_from_both_followers_commits_nothing_and_the_majority_goes_on
     );
     assert_eq!(o.history.partitions.len(), 1);
     assert!(
-        majority_writes(&o) > 0,
+        writes_in_partitions(&o, false, true) > 0,
         "the two connected CMs acknowledged no write while the old leader was cut off"
+    );
+    assert!(
+        writes_in_partitions(&o, true, false) > 0,
+        "no write was tried through the cut-off leader: minority-never-commits checked nothing"
     );
 }
 
@@ -132,8 +136,12 @@ fn a_follower_cut_off_commits_nothing_and_the_rest_goes_on() {
     );
     assert_eq!(o.history.partitions.len(), 1);
     assert!(
-        majority_writes(&o) > 0,
+        writes_in_partitions(&o, false, true) > 0,
         "no write acknowledged while a follower was cut off"
+    );
+    assert!(
+        writes_in_partitions(&o, true, false) > 0,
+        "no write was tried through the cut-off follower: minority-never-commits checked nothing"
     );
 }
 
