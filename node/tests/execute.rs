@@ -406,6 +406,9 @@ async fn deactivation_sends_the_kill_sig_then_sigkill_to_a_job_that_ignores_it()
     );
     assert!(d.activate(&c, &ignores, &shadow.addr).await.ok);
     assert_eq!(shadow.next().await, Ev::Started(true));
+    // "Started" is the process's start, not its shell's first command: give the shell time
+    // to set its trap, or an early SIGUSR1 kills it by default and the job leaves at once.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, took) = deactivate_until_evicted(&d, &c, &shadow).await;
     assert!(
         took >= Duration::from_secs(2) && took < Duration::from_secs(10),
