@@ -103,34 +103,10 @@ fn split_v2(s: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// Words to V2 raw text (condor_arglist.cpp `append_arg`).
+/// Words to V2 raw text (condor_arglist.cpp `append_arg`): the ClassAd library's, which its
+/// `join_args` built-in uses too.
 fn join_v2(words: &[String]) -> String {
-    let mut out = String::new();
-    for w in words {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        if w.is_empty() {
-            out.push_str("''");
-        }
-        for c in w.chars() {
-            if matches!(c, ' ' | '\t' | '\n' | '\r' | '\'') {
-                if out.ends_with('\'') {
-                    out.pop();
-                } else {
-                    out.push('\'');
-                }
-                if c == '\'' {
-                    out.push('\'');
-                }
-                out.push(c);
-                out.push('\'');
-            } else {
-                out.push(c);
-            }
-        }
-    }
-    out
+    classad::builtins::args_env::join_args_v2(words)
 }
 
 /// Parses an `arguments` value (either syntax).
