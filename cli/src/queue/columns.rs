@@ -92,17 +92,8 @@ pub fn qdate(ad: &ClassAd, attr: &str, clock: &Clock) -> Option<String> {
     int(ad, attr).map(|t| clock.format(t, "%m/%d %H:%M"))
 }
 
-/// `%T`: a duration as `d+hh:mm:ss`.
-pub fn duration(secs: i64) -> String {
-    let s = secs.max(0);
-    format!(
-        "{}+{:02}:{:02}:{:02}",
-        s / 86400,
-        (s % 86400) / 3600,
-        (s % 3600) / 60,
-        s % 60
-    )
-}
+/// `%T`: a duration as `d+hh:mm:ss`, as condor_status prints it too.
+pub use crate::status::duration;
 
 /// `CPU_TIME` in condor_q's default and `-run` views: the wall time of the current run
 /// (`job_time` with `current_run`): `ServerTime - ShadowBday` for a running, suspended or
