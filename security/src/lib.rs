@@ -1,0 +1,29 @@
+//! aerie-security: who may talk to an Aerie daemon, and what they may ask of it.
+//!
+//! HTCondor authenticates every connection (SSL, tokens, FS, ...) and then authorizes each
+//! command by the *authorization level* it needs (`READ`, `WRITE`, `ADMINISTRATOR`,
+//! `DAEMON`, `NEGOTIATOR`, `ADVERTISE_STARTD`, `ADVERTISE_SCHEDD`), matched against the
+//! `ALLOW_<LEVEL>`/`DENY_<LEVEL>` lists (HTCondor's `src/condor_daemon_core.V6/
+//! condor_ipverify.cpp`, `src/condor_utils/condor_perms.cpp`). Aerie does the same over gRPC:
+//!
+//! - [`pki`]: the pool's certificate authority and one certificate per daemon or admin,
+//!   made by one command (`aerie-cm security init`), with the daemon's name and roles in it;
+//! - [`transport`]: mutual TLS (rustls) on every listener and every channel, the same way in
+//!   every binary; `--insecure` only for development;
+//! - [`identity`]: the authenticated caller (a certificate's roles and name, a Unix user on a
+//!   local socket, or nobody on an insecure listener);
+//! - [`authz`]: levels, their implications and the `ALLOW_`/`DENY_` policy;
+//! - [`methods`]: the one table of every RPC and the level it needs, enforced by
+//!   [`layer::Authorize`] in front of every service.
+#![warn(missing_docs)]
+
+pub mod authz;
+pub mod identity;
+pub mod layer;
+pub mod methods;
+pub mod pki;
+pub mod transport;
+
+pub use authz::{Level, Policy};
+pub use identity::{Caller, Identity, Role};
+pub use transport::{install, transport, Transport};

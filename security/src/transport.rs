@@ -1,0 +1,291 @@
+//! Mutual TLS on every connection, set up the same way in every binary.
+//!
+//! A process loads its credentials once (`--credentials DIR --credential-name NAME`, or
+//! `AERIE_CREDENTIALS`/`AERIE_CREDENTIAL_NAME`): the pool CA (`DIR/ca.crt`), its certificate
+//! and key (`DIR/NAME.crt`, `DIR/NAME.key`). Every server it runs then requires a client
+//! certificate from that CA, and every channel it opens presents its own and checks that the
+//! server holds the role the client expects (`cm.aerie` for a CM), so a stolen node
+//! certificate cannot pose as a CM. `--insecure` (plaintext, nobody authenticated) exists for
+//! development only, warns at every start, and cannot talk to a secure peer: the TLS
+//! handshake fails on both sides.
+use crate::authz::Policy;
+use crate::identity::{Identity, Role};
+use crate::layer::AuthorizeLayer;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use tonic::transport::{
+    Certificate, ClientTlsConfig, Endpoint, Identity as TlsIdentity, Server, ServerTlsConfig,
+};
+
+/// Certificates expiring within this many days are warned about at every start.
+pub const EXPIRY_WARNING_DAYS: i64 = 30;
+
+/// Why a process cannot set up its transport.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct TransportError(pub String);
+
+/// One process's credentials.
+#[derive(Debug)]
+pub struct Tls {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+    /// Who this process is.
+    pub identity: Identity,
+    /// When its certificate expires (Unix seconds), for the expiry metric and warnings.
+    pub not_after: i64,
+    /// Where the certificate was read from.
+    pub cert_path: PathBuf,
+}
+
+/// How this process talks to its peers.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// Mutual TLS with the pool's credentials.
+    Tls(Arc<Tls>),
+    /// Plaintext, unauthenticated (development only).
+    Insecure,
+    /// Neither credentials nor `--insecure` were given: every use fails saying so.
+    Unconfigured,
+}
+
+fn read(path: &Path) -> Result<String, TransportError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        TransportError(format!(
+            "cannot read {}: {e} (make the pool's credentials with `aerie-cm security init`)",
+            path.display()
+        ))
+    })
+}
+
+impl Transport {
+    /// Loads `DIR/ca.crt`, `DIR/NAME.crt` and `DIR/NAME.key`; refuses an expired certificate
+    /// and warns about one expiring within [`EXPIRY_WARNING_DAYS`].
+    pub fn load(dir: &Path, name: &str, now_unix: i64) -> Result<Transport, TransportError> {
+        let cert_path = dir.join(format!("{name}.crt"));
+        let ca_pem = read(&dir.join(crate::pki::CA_CERT))?;
+        let cert_pem = read(&cert_path)?;
+        let key_pem = read(&dir.join(format!("{name}.key")))?;
+        let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| {
+            TransportError(format!(
+                "{}: not a PEM certificate: {e}",
+                cert_path.display()
+            ))
+        })?;
+        let cert = pem.parse_x509().map_err(|e| {
+            TransportError(format!(
+                "{}: unreadable certificate: {e}",
+                cert_path.display()
+            ))
+        })?;
+        let not_after = cert.validity().not_after.timestamp();
+        let identity = Identity::from_der(&pem.contents)
+            .map_err(|e| TransportError(format!("{}: {e}", cert_path.display())))?;
+        if not_after <= now_unix {
+            return Err(TransportError(format!(
+                "{}: certificate of {identity} expired {} s ago; issue a new one with \
+                 `aerie-cm security issue`",
+                cert_path.display(),
+                now_unix - not_after
+            )));
+        }
+        let days_left = (not_after - now_unix) / 86_400;
+        if days_left < EXPIRY_WARNING_DAYS {
+            tracing::warn!(certificate = %cert_path.display(), days_left,
+                           "certificate expires soon; issue a new one with `aerie-cm security issue`");
+        }
+        Ok(Transport::Tls(Arc::new(Tls {
+            ca_pem,
+            cert_pem,
+            key_pem,
+            identity,
+            not_after,
+            cert_path,
+        })))
+    }
+
+    fn unconfigured() -> TransportError {
+        TransportError(
+            "no credentials: give --credentials DIR (or AERIE_CREDENTIALS) made by \
+             `aerie-cm security init`, or --insecure for development"
+                .into(),
+        )
+    }
+
+    /// A gRPC server builder: TLS requiring a pool client certificate, and the
+    /// authorization layer enforcing `policy`.
+    pub fn server(
+        &self,
+        policy: Arc<Policy>,
+    ) -> Result<
+        Server<tower::layer::util::Stack<AuthorizeLayer, tower::layer::util::Identity>>,
+        TransportError,
+    > {
+        let builder = match self {
+            Transport::Tls(t) => Server::builder()
+                .tls_config(
+                    ServerTlsConfig::new()
+                        .identity(TlsIdentity::from_pem(&t.cert_pem, &t.key_pem))
+                        .client_ca_root(Certificate::from_pem(&t.ca_pem)),
+                )
+                .map_err(|e| TransportError(format!("TLS server configuration: {e}")))?,
+            Transport::Insecure => Server::builder(),
+            Transport::Unconfigured => return Err(Self::unconfigured()),
+        };
+        Ok(builder.layer(AuthorizeLayer::new(policy)))
+    }
+
+    /// An endpoint for a server of `role` at `addr` (`host:port`, with or without a scheme).
+    pub fn endpoint(&self, addr: &str, role: Role) -> Result<Endpoint, TransportError> {
+        let bare = addr
+            .trim()
+            .trim_start_matches("http://")
+            .trim_start_matches("https://");
+        match self {
+            Transport::Tls(t) => Endpoint::from_shared(format!("https://{bare}"))
+                .map_err(|e| TransportError(format!("bad address {addr:?}: {e}")))?
+                .tls_config(
+                    ClientTlsConfig::new()
+                        .ca_certificate(Certificate::from_pem(&t.ca_pem))
+                        .identity(TlsIdentity::from_pem(&t.cert_pem, &t.key_pem))
+                        .domain_name(role.server_name()),
+                )
+                .map_err(|e| TransportError(format!("TLS client configuration: {e}"))),
+            Transport::Insecure => Endpoint::from_shared(format!("http://{bare}"))
+                .map_err(|e| TransportError(format!("bad address {addr:?}: {e}"))),
+            Transport::Unconfigured => Err(Self::unconfigured()),
+        }
+    }
+
+    /// Who this process is, when it has credentials.
+    pub fn identity(&self) -> Option<&Identity> {
+        match self {
+            Transport::Tls(t) => Some(&t.identity),
+            _ => None,
+        }
+    }
+}
+
+/// The transport and policy this process installed.
+struct Installed {
+    transport: Transport,
+    policy: Arc<Policy>,
+}
+
+static INSTALLED: OnceLock<Installed> = OnceLock::new();
+
+/// Sets this process's transport and policy (once; later calls are ignored and return
+/// false, so a test process can install its test credentials from every test).
+pub fn install(transport: Transport, policy: Policy) -> bool {
+    INSTALLED
+        .set(Installed {
+            transport,
+            policy: Arc::new(policy),
+        })
+        .is_ok()
+}
+
+fn installed() -> &'static Installed {
+    INSTALLED.get_or_init(|| Installed {
+        transport: from_env(),
+        policy: Arc::new(Policy::defaults()),
+    })
+}
+
+/// The installed transport (or, if none was installed, the one the environment names).
+pub fn transport() -> &'static Transport {
+    &installed().transport
+}
+
+/// The installed authorization policy (defaults if none was installed).
+pub fn policy() -> Arc<Policy> {
+    installed().policy.clone()
+}
+
+/// A server builder with the installed transport and policy.
+pub fn server() -> Result<
+    Server<tower::layer::util::Stack<AuthorizeLayer, tower::layer::util::Identity>>,
+    TransportError,
+> {
+    transport().server(policy())
+}
+
+/// An endpoint to a `role` server at `addr` with the installed transport.
+pub fn endpoint(addr: &str, role: Role) -> Result<Endpoint, TransportError> {
+    transport().endpoint(addr, role)
+}
+
+fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn from_env() -> Transport {
+    let args = SecurityArgs {
+        credentials: std::env::var_os("AERIE_CREDENTIALS").map(PathBuf::from),
+        credential_name: std::env::var("AERIE_CREDENTIAL_NAME").ok(),
+        insecure: std::env::var("AERIE_INSECURE").is_ok_and(|v| v == "1" || v == "true"),
+    };
+    match args.transport("admin") {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(error = %e, "no usable credentials");
+            Transport::Unconfigured
+        }
+    }
+}
+
+/// The security flags every Aerie binary takes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SecurityArgs {
+    /// The pool's credentials directory (ca.crt, NAME.crt, NAME.key), made by
+    /// `aerie-cm security init`.
+    #[arg(long, env = "AERIE_CREDENTIALS", global = true)]
+    pub credentials: Option<PathBuf>,
+    /// Whose certificate in the credentials directory this process uses (default: the
+    /// daemon's own name, `admin` for cmctl).
+    #[arg(long, env = "AERIE_CREDENTIAL_NAME", global = true)]
+    pub credential_name: Option<String>,
+    /// Plaintext and unauthenticated: for development on one machine only.
+    #[arg(long, env = "AERIE_INSECURE", global = true,
+          value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1,
+          default_missing_value = "true", default_value = "false")]
+    pub insecure: bool,
+}
+
+impl SecurityArgs {
+    /// The transport these flags ask for; `default_name` when no name is given.
+    pub fn transport(&self, default_name: &str) -> Result<Transport, TransportError> {
+        match (&self.credentials, self.insecure) {
+            (Some(_), true) => Err(TransportError(
+                "--insecure and --credentials contradict each other; give one".into(),
+            )),
+            (Some(dir), false) => Transport::load(
+                dir,
+                self.credential_name.as_deref().unwrap_or(default_name),
+                now_unix(),
+            ),
+            (None, true) => Ok(Transport::Insecure),
+            (None, false) => Err(Transport::unconfigured()),
+        }
+    }
+
+    /// Loads the transport and installs it with `policy`; warns loudly when insecure.
+    pub fn install(&self, default_name: &str, policy: Policy) -> Result<(), TransportError> {
+        let t = self.transport(default_name)?;
+        match &t {
+            Transport::Insecure => tracing::warn!(
+                "--insecure: plaintext gRPC, no authentication, every caller may do anything; \
+                 for development only"
+            ),
+            Transport::Tls(tls) => tracing::info!(identity = %tls.identity,
+                certificate = %tls.cert_path.display(), "mutual TLS"),
+            Transport::Unconfigured => {}
+        }
+        install(t, policy);
+        Ok(())
+    }
+}
