@@ -7,6 +7,8 @@
 //! list that decided; `UNAUTHENTICATED` for an unreadable certificate) or passes it on with a
 //! [`Peer`] in the request's extensions, where handlers read it (`tonic::Request::extensions`)
 //! for the checks that depend on the message (which ads a startd may send).
+// tonic::Status is the error every gRPC path speaks; boxing it here would only be unboxed again.
+#![allow(clippy::result_large_err)]
 use crate::authz::{Level, Policy};
 use crate::identity::{Caller, Identity, Peer, Role};
 use crate::methods::{access, Access};
