@@ -2,7 +2,10 @@
 # Starts a local 3-node Aerie CM cluster by hand (loopback, ports 7101-7103, metrics 9101-9103).
 #   usage: scripts/cluster.sh start|stop|status|clean   [DATA_ROOT, default /tmp/aerie-cluster]
 # Build first: cargo build -p aerie-cm -p cmctl (uses target/debug unless AERIE_BIN_DIR is set).
-# Then: export AERIE_CMS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103; cmctl cluster status
+# Then: export AERIE_CMS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103
+#       export AERIE_CREDENTIALS=DATA_ROOT/credentials; cmctl cluster status
+# Every connection is mutual TLS: `start` makes the pool's credentials in DATA_ROOT/credentials
+# on first use (aerie-cm security init).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${AERIE_BIN_DIR:-${CARGO_TARGET_DIR:-$here/target}/debug}
@@ -12,6 +15,8 @@ case "${1:-}" in
   start)
     [ -x "$bin/aerie-cm" ] || { echo "no $bin/aerie-cm: run cargo build -p aerie-cm -p cmctl" >&2; exit 1; }
     mkdir -p "$root"
+    [ -f "$root/credentials/ca.crt" ] || "$bin/aerie-cm" security init "$root/credentials" --cms 3 >/dev/null
+    export AERIE_CREDENTIALS=$root/credentials
     for id in 1 2 3; do
       if [ -f "$root/node$id.pid" ] && kill -0 "$(cat "$root/node$id.pid")" 2>/dev/null; then
         echo "node $id already running (pid $(cat "$root/node$id.pid"))"; continue
@@ -22,7 +27,7 @@ case "${1:-}" in
       echo $! >"$root/node$id.pid"
       echo "node $id: pid $!, gRPC 127.0.0.1:710$id, metrics http://127.0.0.1:910$id/metrics, log $root/node$id.log"
     done
-    echo "export AERIE_CMS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
+    echo "export AERIE_CMS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 AERIE_CREDENTIALS=$root/credentials"
     ;;
   stop)
     for id in 1 2 3; do
@@ -33,7 +38,8 @@ case "${1:-}" in
     done
     ;;
   status)
-    AERIE_CMS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 "$bin/cmctl" cluster status
+    AERIE_CMS=127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 AERIE_CREDENTIALS=$root/credentials \
+      "$bin/cmctl" cluster status
     ;;
   clean)
     "$0" stop "$root"

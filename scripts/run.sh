@@ -38,6 +38,15 @@ export AERIE_AP_SOCKET=$run/ap.sock
 # A demo pool wants to see cycles often (HTCondor's defaults are 60 s and 20 s).
 export AERIE_NEGOTIATOR_INTERVAL=${AERIE_NEGOTIATOR_INTERVAL:-5}
 export AERIE_NEGOTIATOR_CYCLE_DELAY=${AERIE_NEGOTIATOR_CYCLE_DELAY:-2}
+# The pool's credentials: a CA, a certificate per CM, node and access point, and `admin` for
+# cmctl (every connection is mutual TLS; see README "Security"). Kept across restarts.
+creds=$run/credentials
+if [ ! -f "$creds/ca.crt" ]; then
+  "$bin/aerie-cm" security init "$creds" --pool local --cms 3 \
+    --holder exec1.pool.example=execute --holder exec2.pool.example=execute \
+    --holder ap.pool.example=access-point --holder sim=execute+access-point >/dev/null
+fi
+export AERIE_CREDENTIALS=$creds
 cm_pids=()
 pool_pids=()
 cleanup() {
@@ -72,6 +81,7 @@ cat >"$run/env" <<EOF
 export AERIE_CMS=$AERIE_CMS
 export AERIE_RUN_DIR=$run
 export AERIE_AP_SOCKET=$run/ap.sock
+export AERIE_CREDENTIALS=$creds
 export PATH=$bin:\$PATH
 EOF
 

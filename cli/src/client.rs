@@ -12,7 +12,7 @@ use aerie_proto::admin::{self as pb, admin_client::AdminClient};
 use aerie_proto::collector::collector_client::CollectorClient;
 use anyhow::{anyhow, bail, Context};
 use std::time::{Duration, Instant};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// How to reach the CMs, shared by every subcommand that talks to them.
 #[derive(Debug, Clone, clap::Args)]
@@ -112,16 +112,15 @@ impl Client {
     fn channel(&self, addr: &str) -> anyhow::Result<Channel> {
         // tonic's lazy channel spawns its worker on the current runtime.
         let _guard = self.rt.enter();
-        let uri = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
-        };
-        Ok(Endpoint::from_shared(uri)
-            .map_err(|e| anyhow!("bad CM address {addr:?}: {e}"))?
-            .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true)
-            .connect_lazy())
+        // Mutual TLS with the caller's credentials (AERIE_CREDENTIALS, certificate
+        // AERIE_CREDENTIAL_NAME, default `admin`), checking the server holds a CM certificate.
+        Ok(
+            aerie_security::transport::endpoint(addr, aerie_security::Role::Cm)
+                .map_err(|e| anyhow!("CM {addr}: {e}"))?
+                .connect_timeout(Duration::from_secs(2))
+                .tcp_nodelay(true)
+                .connect_lazy(),
+        )
     }
 
     fn connect(&self, addr: &str) -> anyhow::Result<AdminClient<Channel>> {

@@ -76,6 +76,9 @@ pub struct Args {
     #[arg(long, env = "AERIE_ADMIN_TIMEOUT", default_value_t = 5000,
           value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub admin_timeout_ms: u64,
+    /// Credentials (mutual TLS) or `--insecure`.
+    #[command(flatten)]
+    pub security: aerie_security::transport::SecurityArgs,
 }
 
 /// Parses `id=addr,...`.
@@ -152,6 +155,11 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         ),
         None => None,
     };
+    let policy = aerie_security::Policy::from_config(cfg.as_ref())
+        .map_err(|e| anyhow::anyhow!("authorization knobs: {e}"))?;
+    args.security
+        .install(&format!("cm{}", args.id), policy)
+        .context("security")?;
     let knobs = RaftKnobs::read(&crate::knob::Knobs::new(cfg.as_ref()))?;
     let config = Arc::new(knobs.openraft_config()?);
     if let Some(m) = args.metrics_listen {
@@ -199,7 +207,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     let mut servers = Vec::new();
     {
         let mut stop = stop_rx.clone();
-        let svc = tonic::transport::Server::builder()
+        let svc = aerie_security::transport::server()?
             .add_service(RaftService::new(raft.clone(), cluster.clone()).into_server())
             .add_service(admin.clone().into_server())
             .add_service(collector.service.clone().into_server());
@@ -212,7 +220,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     }
     if let Some(a) = args.admin_listen.filter(|a| *a != args.listen) {
         let mut stop = stop_rx.clone();
-        let svc = tonic::transport::Server::builder().add_service(admin.clone().into_server());
+        let svc = aerie_security::transport::server()?.add_service(admin.clone().into_server());
         let l = tokio::net::TcpListener::bind(a)
             .await
             .with_context(|| format!("cannot listen on --admin-listen {a}"))?;

@@ -9,3 +9,4 @@ pub mod knob;
 pub mod leader;
 pub mod metrics;
 pub mod raft;
+pub mod security_cmd;

@@ -14,6 +14,8 @@ enum Command {
     Serve(aerie_cm::daemon::Args),
     /// Print configuration values, as condor_config_val does.
     ConfigVal(aerie_cm::config_val::Args),
+    /// Make and inspect the pool's credentials (CA, daemon and admin certificates).
+    Security(aerie_cm::security_cmd::Args),
 }
 
 fn main() {
@@ -21,6 +23,7 @@ fn main() {
     let result = match cli.command {
         Command::Serve(args) => aerie_cm::daemon::run(args),
         Command::ConfigVal(args) => aerie_cm::config_val::run(args),
+        Command::Security(args) => aerie_cm::security_cmd::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 /// `cm<i>` at [`net::Net::cm_addr`]`(i)`, through `ip netns exec`. The returned [`Cluster`]
 /// kills, pauses and restarts them as it does loopback CMs; dropping it kills them all.
 pub fn start_cluster(net: &net::Net, daemon: PathBuf, n: u64) -> anyhow::Result<Cluster> {
+    aerie_tests::test_pool();
     let dir = tempfile::Builder::new().prefix("aerie-jepsen-").tempdir()?;
     let peers = (1..=n)
         .map(|id| format!("{id}={}", net::Net::cm_addr(id)))

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// The ads a daemon keeps in the collectors, and what changed since it last looked.
 pub trait AdSource: Send + Sync + 'static {
@@ -46,14 +46,15 @@ async fn send(tx: &mpsc::Sender<pb::AdBatch>, b: pb::AdBatch) -> anyhow::Result<
 
 /// A lazy client with a deadline on unary calls.
 pub fn client(addr: &str) -> anyhow::Result<CollectorClient<Channel>> {
-    let ep = Endpoint::from_shared(format!("http://{}", crate::sim::bare_addr(addr)))
-        .map_err(|e| anyhow::anyhow!("CM address {addr:?}: {e}"))?
-        .connect_timeout(Duration::from_secs(2))
-        // A CM that vanishes without closing the connection (partition, SIGSTOP) is noticed
-        // by the keepalive, and the stream moves on.
-        .http2_keep_alive_interval(Duration::from_secs(5))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .keep_alive_while_idle(true);
+    let ep =
+        aerie_security::transport::endpoint(crate::sim::bare_addr(addr), aerie_security::Role::Cm)
+            .map_err(|e| anyhow::anyhow!("CM {addr}: {e}"))?
+            .connect_timeout(Duration::from_secs(2))
+            // A CM that vanishes without closing the connection (partition, SIGSTOP) is noticed
+            // by the keepalive, and the stream moves on.
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(10))
+            .keep_alive_while_idle(true);
     Ok(CollectorClient::new(ep.connect_lazy())
         .max_decoding_message_size(256 << 20)
         .max_encoding_message_size(256 << 20))

@@ -18,6 +18,9 @@ pub struct Cli {
     /// selects what is logged.
     #[arg(long, value_enum, global = true, default_value_t = aerie_log::LogFormat::Text)]
     pub log_format: aerie_log::LogFormat,
+    /// Credentials (mutual TLS) or `--insecure`.
+    #[command(flatten)]
+    pub security: aerie_security::transport::SecurityArgs,
     /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,

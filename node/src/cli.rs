@@ -7,6 +7,26 @@ use clap::Parser;
 pub fn cli_main() -> i32 {
     let cli = Cli::parse();
     aerie_log::init("aerie_node", cli.log_format);
+    let setup = match &cli.command {
+        Command::Simulate(_) => install_security(&cli.security, "sim".into(), None, "STARTD"),
+        Command::Execute(a) => install_security(
+            &cli.security,
+            default_name(&a.name),
+            a.config.as_deref(),
+            "STARTD",
+        ),
+        Command::AccessPoint(a) => install_security(
+            &cli.security,
+            default_name(&a.name),
+            a.config.as_deref(),
+            "SCHEDD",
+        ),
+        Command::CheckClaims(_) => Ok(()),
+    };
+    if let Err(e) = setup {
+        eprintln!("aerie-node: {e:#}");
+        return 2;
+    }
     let code = match cli.command {
         Command::Simulate(args) => block_on("simulate", crate::simulate::run(args)),
         Command::Execute(args) => block_on("execute", crate::execute::run(args)),
@@ -37,6 +57,37 @@ pub fn cli_main() -> i32 {
         },
     };
     code
+}
+
+/// The certificate a daemon uses when `--credential-name` is not given: its `--name`, else
+/// the host's name (as HTCondor's host certificates are named).
+fn default_name(name: &Option<String>) -> String {
+    name.clone().unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into())
+    })
+}
+
+/// Loads the credentials and the `ALLOW_`/`DENY_` policy from the daemon's configuration.
+fn install_security(
+    sec: &aerie_security::transport::SecurityArgs,
+    name: String,
+    config: Option<&std::path::Path>,
+    subsystem: &str,
+) -> anyhow::Result<()> {
+    let cfg = match config {
+        Some(path) => Some(
+            aerie_config::Config::load(path, &aerie_config::LoadOptions::for_subsystem(subsystem))
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let policy = aerie_security::Policy::from_config(cfg.as_ref())
+        .map_err(|e| anyhow::anyhow!("authorization knobs: {e}"))?;
+    sec.install(&name, policy)?;
+    Ok(())
 }
 
 /// Runs a daemon subcommand on a multi-threaded runtime: 0 when it ends well, 2 (after saying

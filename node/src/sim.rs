@@ -592,9 +592,8 @@ impl Sim {
 async fn remote_startd(
     addr: &str,
 ) -> Result<pb::startd_client::StartdClient<tonic::transport::Channel>, String> {
-    let url = format!("http://{}", bare_addr(addr));
-    let ep = tonic::transport::Endpoint::from_shared(url)
-        .map_err(|e| format!("startd address {addr:?}: {e}"))?
+    let ep = aerie_security::transport::endpoint(bare_addr(addr), aerie_security::Role::Execute)
+        .map_err(|e| format!("startd {addr}: {e}"))?
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(10));
     let ch = ep

@@ -94,7 +94,7 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
 
     let svc = NodeService { sim: sim.clone() };
     let server = tokio::spawn(
-        tonic::transport::Server::builder()
+        aerie_security::transport::server()?
             .add_service(svc.access_point())
             .add_service(svc.startd())
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 fn args(dir: &Path) -> AccessPointArgs {
+    aerie_security::testing::test_pool();
     AccessPointArgs {
         cms: vec![],
         spool: dir.join("spool"),
@@ -284,8 +285,7 @@ async fn send_event(
     claim: &str,
     e: ex::job_event_request::Event,
 ) {
-    let ch = Endpoint::from_shared(format!("http://{shadow}"))
-        .unwrap()
+    let ch = aerie_security::testing::endpoint(shadow, aerie_security::Role::AccessPoint)
         .connect()
         .await
         .unwrap();
@@ -388,11 +388,13 @@ impl ex::execute_server::Execute for FakeNode {
             }));
         }
         tokio::spawn(async move {
-            let ch = Endpoint::from_shared(format!("http://{}", r.shadow_addr))
-                .unwrap()
-                .connect()
-                .await
-                .unwrap();
+            let ch = aerie_security::testing::endpoint(
+                &r.shadow_addr,
+                aerie_security::Role::AccessPoint,
+            )
+            .connect()
+            .await
+            .unwrap();
             let mut sh = ex::shadow_client::ShadowClient::new(ch);
             let ev = |e| ex::JobEventRequest {
                 job: r.job.clone(),
@@ -507,13 +509,26 @@ impl ex::execute_server::Execute for FakeNode {
     }
 }
 
+/// The access point's TCP services as the leader calls them (mutual TLS, the harness's
+/// certificate, which holds the CM role).
+async fn as_leader(running: &Running) -> pb::access_point_client::AccessPointClient<Channel> {
+    let ch = aerie_security::testing::endpoint(
+        &running.tcp.to_string(),
+        aerie_security::Role::AccessPoint,
+    )
+    .connect()
+    .await
+    .unwrap();
+    pb::access_point_client::AccessPointClient::new(ch)
+}
+
 async fn fake_node() -> (FakeNode, String) {
     let node = FakeNode::default();
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let n = node.clone();
     tokio::spawn(async move {
-        tonic::transport::Server::builder()
+        aerie_security::testing::server()
             .add_service(pb::startd_server::StartdServer::new(n.clone()))
             .add_service(ex::execute_server::ExecuteServer::new(n))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l))
@@ -544,12 +559,7 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
     // Two jobs of one autocluster, and one of another (2 cpus) the claim must not take.
     submit(&mut c, dir.path(), 2, "").await;
     let other = submit(&mut c, dir.path(), 1, "RequestCpus = 2").await;
-    let ch = Endpoint::from_shared(format!("http://{}", running.tcp))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut leader = pb::access_point_client::AccessPointClient::new(ch);
+    let mut leader = as_leader(&running).await;
     let idle = leader
         .get_requests(pb::RequestsRequest {
             term: 1,
@@ -657,12 +667,7 @@ async fn a_job_whose_inputs_cannot_be_read_is_held_with_the_reason() {
     let mut c = connect_as(a.socket.clone(), None).await;
     submit(&mut c, dir.path(), 1, "").await; // in.txt does not exist
     let (node, addr) = fake_node().await;
-    let ch = Endpoint::from_shared(format!("http://{}", running.tcp))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut leader = pb::access_point_client::AccessPointClient::new(ch);
+    let mut leader = as_leader(&running).await;
     let g = pb::Grant {
         job: "1.0".into(),
         slot: "slot1@node".into(),
@@ -723,12 +728,7 @@ async fn rm_hold_vacate_and_a_lost_claim_stop_a_running_job_first() {
     let (node, addr) = fake_node().await;
     node.0.lock().unwrap().run_forever = true;
     let seen = node.0.clone();
-    let ch = Endpoint::from_shared(format!("http://{}", running.tcp))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut leader = pb::access_point_client::AccessPointClient::new(ch);
+    let mut leader = as_leader(&running).await;
     let mut term = 0;
     let mut run = |job: &'static str| {
         term += 1;

@@ -38,6 +38,7 @@ impl Daemon {
         let cfg = dir.path().join("condor_config");
         std::fs::write(&cfg, config).unwrap();
         let ads = dir.path().join("ads.json");
+        aerie_security::testing::test_pool();
         let mut child = Command::new(env!("CARGO_BIN_EXE_aerie-node"))
             .args(["execute", "--name", "node1.test", "--config"])
             .arg(&cfg)
@@ -115,15 +116,27 @@ impl Daemon {
     }
 
     async fn startd(&self) -> StartdClient<Channel> {
-        StartdClient::connect(format!("http://{}", self.addr))
+        StartdClient::new(
+            aerie_security::testing::endpoint(
+                &self.addr.to_string(),
+                aerie_security::Role::Execute,
+            )
+            .connect()
             .await
-            .unwrap()
+            .unwrap(),
+        )
     }
 
     async fn execute(&self) -> ExecuteClient<Channel> {
-        ExecuteClient::connect(format!("http://{}", self.addr))
+        ExecuteClient::new(
+            aerie_security::testing::endpoint(
+                &self.addr.to_string(),
+                aerie_security::Role::Execute,
+            )
+            .connect()
             .await
-            .unwrap()
+            .unwrap(),
+        )
     }
 
     async fn claim_with(
@@ -228,7 +241,7 @@ impl Events {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         tokio::spawn(
-            tonic::transport::Server::builder()
+            aerie_security::testing::server()
                 .add_service(shadow_server::ShadowServer::new(Shadow { tx }))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );

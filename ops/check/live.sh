@@ -57,6 +57,12 @@ CONF
 export AERIE_NEGOTIATOR_INTERVAL=1 AERIE_NEGOTIATOR_CYCLE_DELAY=1 AERIE_ELECTION_TIMEOUT=800-1600
 export AERIE_SNAPSHOT_LOGS=20
 export AERIE_LOG=${AERIE_LOG:-warn}
+# Mutual TLS: the caller's credentials (the tests pass theirs), else a pool made here.
+if [ -z "${AERIE_CREDENTIALS:-}" ]; then
+  : "${AERIE_CM_BIN:?set AERIE_CM_BIN (to make credentials) or AERIE_CREDENTIALS}"
+  "$AERIE_CM_BIN" security init "$work/credentials" --cms 3 --holder sim=execute+access-point >/dev/null
+  export AERIE_CREDENTIALS=$work/credentials
+fi
 for id in 1 2 3; do
   "${serve[@]}" --id "$id" --listen "127.0.0.1:${port[$((id - 1))]}" --bootstrap \
     --peers "$peers" --data-dir "$work/cm$id" --config "$work/aerie.conf" \

@@ -13,7 +13,8 @@
 //! The defaults (each knob unset) give every role what it needs and nothing else:
 //! `ALLOW_READ = *`, `ALLOW_WRITE = *`, `ALLOW_ADMINISTRATOR = *@admin`,
 //! `ALLOW_DAEMON = *@cm, *@execute, *@access-point`, `ALLOW_NEGOTIATOR = *@cm`,
-//! `ALLOW_ADVERTISE_STARTD = *@execute`, `ALLOW_ADVERTISE_SCHEDD = *@access-point`.
+//! `ALLOW_ADVERTISE_STARTD = *@execute, *@admin`,
+//! `ALLOW_ADVERTISE_SCHEDD = *@access-point, *@admin` (`cmctl advertise` is condor_advertise).
 use crate::identity::Caller;
 use std::fmt;
 use std::net::IpAddr;
@@ -90,8 +91,9 @@ impl Level {
             Level::Administrator => "*@admin",
             Level::Daemon => "*@cm, *@execute, *@access-point",
             Level::Negotiator => "*@cm",
-            Level::AdvertiseStartd => "*@execute",
-            Level::AdvertiseSchedd => "*@access-point",
+            // Admins too: `cmctl advertise` is condor_advertise, an administrator's tool.
+            Level::AdvertiseStartd => "*@execute, *@admin",
+            Level::AdvertiseSchedd => "*@access-point, *@admin",
         }
     }
 }
@@ -200,7 +202,7 @@ fn split_list(text: &str) -> Vec<Pattern> {
 
 impl Policy {
     /// The policy from knob values: `lookup("ALLOW_READ")` gives the list's text if set.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Policy {
+    pub fn from_lookup(mut lookup: impl FnMut(&str) -> Option<String>) -> Policy {
         let levels = Level::ALL
             .into_iter()
             .map(|l| {
@@ -218,6 +220,24 @@ impl Policy {
             })
             .collect();
         Policy { levels }
+    }
+
+    /// The policy from a configuration's `ALLOW_<LEVEL>`/`DENY_<LEVEL>` knobs (defaults for
+    /// those unset, and with no configuration).
+    pub fn from_config(cfg: Option<&aerie_config::Config>) -> Result<Policy, String> {
+        let mut errors = Vec::new();
+        let p = Policy::from_lookup(|k| match cfg.map(|c| c.expanded(k)) {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => {
+                errors.push(e.to_string());
+                None
+            }
+            None => None,
+        });
+        match errors.is_empty() {
+            true => Ok(p),
+            false => Err(errors.join("; ")),
+        }
     }
 
     /// The default policy (no knob set).

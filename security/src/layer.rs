@@ -219,7 +219,7 @@ mod tests {
                 ("aerie.admin.Admin", "Status" | "Query") => [true, true, true, true, true],
                 ("aerie.admin.Admin", _) => [true, false, false, true, false],
                 ("aerie.collector.Collector", "Advertise" | "AdvertiseStream" | "Invalidate") => {
-                    [false, true, true, false, false]
+                    [false, true, true, true, false]
                 }
                 ("aerie.collector.Collector", _) => [true, true, true, true, true],
                 ("aerie.negotiation.AccessPoint", _) => [true, false, false, false, false],

@@ -22,6 +22,7 @@ pub mod identity;
 pub mod layer;
 pub mod methods;
 pub mod pki;
+pub mod testing;
 pub mod transport;
 
 pub use authz::{Level, Policy};

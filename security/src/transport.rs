@@ -17,6 +17,9 @@ use tonic::transport::{
     Certificate, ClientTlsConfig, Endpoint, Identity as TlsIdentity, Server, ServerTlsConfig,
 };
 
+/// Where tools look for credentials when `AERIE_CREDENTIALS` is unset.
+pub const SYSTEM_CREDENTIALS: &str = "/etc/aerie/credentials";
+
 /// Certificates expiring within this many days are warned about at every start.
 pub const EXPIRY_WARNING_DAYS: i64 = 30;
 
@@ -211,6 +214,13 @@ pub fn server() -> Result<
     transport().server(policy())
 }
 
+/// A server builder for a local (Unix) socket: no TLS (the kernel names the caller, as
+/// HTCondor's FS authentication does), the installed policy.
+pub fn local_server(
+) -> Server<tower::layer::util::Stack<AuthorizeLayer, tower::layer::util::Identity>> {
+    Server::builder().layer(AuthorizeLayer::new(policy()))
+}
+
 /// An endpoint to a `role` server at `addr` with the installed transport.
 pub fn endpoint(addr: &str, role: Role) -> Result<Endpoint, TransportError> {
     transport().endpoint(addr, role)
@@ -225,7 +235,12 @@ fn now_unix() -> i64 {
 
 fn from_env() -> Transport {
     let args = SecurityArgs {
-        credentials: std::env::var_os("AERIE_CREDENTIALS").map(PathBuf::from),
+        credentials: std::env::var_os("AERIE_CREDENTIALS")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let system = PathBuf::from(SYSTEM_CREDENTIALS);
+                system.join(crate::pki::CA_CERT).exists().then_some(system)
+            }),
         credential_name: std::env::var("AERIE_CREDENTIAL_NAME").ok(),
         insecure: std::env::var("AERIE_INSECURE").is_ok_and(|v| v == "1" || v == "true"),
     };
@@ -287,5 +302,42 @@ impl SecurityArgs {
         }
         install(t, policy);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pki;
+
+    fn now() -> i64 {
+        super::now_unix()
+    }
+
+    #[test]
+    fn expired_and_missing_credentials_are_refused_saying_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        pki::init(dir.path(), "t", &[pki::Holder::parse("old=cm").unwrap()], 0).unwrap();
+        pki::issue(dir.path(), &pki::Holder::parse("new=cm").unwrap(), 10).unwrap();
+        let e = Transport::load(dir.path(), "old", now() + 5).unwrap_err().0;
+        assert!(e.contains("expired") && e.contains("security issue"), "{e}");
+        assert!(Transport::load(dir.path(), "new", now()).is_ok());
+        let e = Transport::load(dir.path(), "nobody", now()).unwrap_err().0;
+        assert!(
+            e.contains("nobody.crt") && e.contains("security init"),
+            "{e}"
+        );
+        let args = SecurityArgs::default();
+        let e = args.transport("cm1").unwrap_err().0;
+        assert!(
+            e.contains("--insecure") && e.contains("AERIE_CREDENTIALS"),
+            "{e}"
+        );
+        let both = SecurityArgs {
+            credentials: Some(dir.path().into()),
+            insecure: true,
+            ..Default::default()
+        };
+        assert!(both.transport("new").unwrap_err().0.contains("contradict"));
     }
 }

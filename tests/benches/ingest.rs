@@ -9,7 +9,6 @@ use aerie_tests::synthetic::slot_ad;
 use aerie_tests::*;
 use std::time::{Duration, Instant};
 use tonic::codegen::tokio_stream;
-use tonic::transport::Endpoint;
 
 const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 const BATCH: usize = 500;
@@ -30,9 +29,7 @@ fn rss_bytes(pid: u32) -> u64 {
 
 /// Sends ads `range` with generation `gen` over one stream; returns how many were accepted.
 async fn stream(addr: String, range: std::ops::Range<usize>, gen: usize) -> u64 {
-    let ch = Endpoint::from_shared(format!("http://{addr}"))
-        .expect("endpoint")
-        .connect_lazy();
+    let ch = aerie_security::testing::endpoint(&addr, aerie_security::Role::Cm).connect_lazy();
     let mut c = CollectorClient::new(ch)
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);

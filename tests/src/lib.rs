@@ -8,6 +8,9 @@
 pub mod sim;
 pub mod synthetic;
 
+/// The test process's pool credentials (see `aerie_security::testing`).
+pub use aerie_security::testing::test_pool;
+
 use aerie_core::admin::{AdminQuery, PolicyQuery, Query};
 use aerie_core::state::{Command, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
@@ -16,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{self, Child, Stdio};
 use std::time::{Duration, Instant};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Where the daemon binary is: `AERIE_CM_BIN`, else the test wrapper built by cargo.
 pub fn daemon_bin(default: &str) -> PathBuf {
@@ -104,6 +107,9 @@ impl Cluster {
         env: &[(&str, &str)],
         extra_args: Vec<String>,
     ) -> anyhow::Result<Self> {
+        // The pool's credentials, inherited by every CM (AERIE_CREDENTIALS; each CM uses
+        // its own cmN certificate).
+        aerie_security::testing::test_pool();
         let mut c = Cluster {
             bin,
             dir,
@@ -352,10 +358,10 @@ pub(crate) fn sigterm(child: &mut Child, within: Duration) -> Option<process::Ex
     }
 }
 
-/// A lazily connected gRPC channel to `addr` (`host:port`): 1 s to connect, 10 s per call.
+/// A lazily connected gRPC channel to the CM at `addr` (`host:port`; mutual TLS with the test
+/// pool's credentials): 1 s to connect, 10 s per call.
 pub fn channel(addr: &str) -> Channel {
-    Endpoint::from_shared(format!("http://{addr}"))
-        .expect("a host:port address")
+    aerie_security::testing::endpoint(addr, aerie_security::Role::Cm)
         .connect_timeout(Duration::from_secs(1))
         .timeout(Duration::from_secs(10))
         .connect_lazy()
@@ -396,7 +402,7 @@ pub async fn collector_ads(
 
 /// A client for one CM's admin API.
 pub async fn admin(addr: &str) -> anyhow::Result<AdminClient<Channel>> {
-    let ch = Endpoint::from_shared(format!("http://{addr}"))?
+    let ch = aerie_security::testing::endpoint(addr, aerie_security::Role::Cm)
         .connect_timeout(Duration::from_secs(1))
         .connect_lazy();
     Ok(AdminClient::new(ch).max_decoding_message_size(256 << 20))
@@ -565,6 +571,7 @@ pub fn run_cmctl(
     stdin: Option<&str>,
 ) -> (i32, String, String) {
     use std::io::Write;
+    aerie_security::testing::test_pool();
     let mut child = process::Command::new(bin)
         .args(args)
         .env("AERIE_CMS", cms.join(","))

@@ -71,6 +71,7 @@ impl Sim {
             .listen
             .then(|| format!("127.0.0.1:{}", crate::free_port()));
         let claim_ids_file = opts.claim_ids.then(|| dir.join("claim_ids.json"));
+        aerie_security::testing::test_pool();
         let mut cmd = Command::new(bin);
         cmd.arg("simulate")
             .arg("--cms")
@@ -113,6 +114,15 @@ impl Sim {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// A channel to the simulator's services, checking it holds `role` (it holds both the
+    /// execute and the access-point role).
+    fn channel(&self, role: aerie_security::Role) -> Channel {
+        aerie_security::testing::endpoint(self.grpc_addr(), role)
+            .connect_timeout(Duration::from_secs(1))
+            .timeout(Duration::from_secs(10))
+            .connect_lazy()
+    }
+
     /// The address of its gRPC services; panics unless started with [`SimOptions::listen`].
     pub fn grpc_addr(&self) -> &str {
         self.addr
@@ -122,12 +132,12 @@ impl Sim {
 
     /// A client for the simulator's access point (idle jobs, grants).
     pub fn access_point(&self) -> AccessPointClient<Channel> {
-        AccessPointClient::new(crate::channel(self.grpc_addr()))
+        AccessPointClient::new(self.channel(aerie_security::Role::AccessPoint))
     }
 
     /// A client for the simulator's startds (claim and release requests).
     pub fn startd(&self) -> StartdClient<Channel> {
-        StartdClient::new(crate::channel(self.grpc_addr()))
+        StartdClient::new(self.channel(aerie_security::Role::Execute))
     }
 
     /// The slots' current claim ids (`{slot name: claim id}`, the capabilities a leader's

@@ -13,7 +13,6 @@ use aerie_tests::{collector_client, daemon_bin, eventually, wait_leader, Cluster
 use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tonic::transport::Endpoint;
 
 const CM: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 const WAIT: Duration = Duration::from_secs(30);
@@ -64,11 +63,13 @@ impl ex::execute_server::Execute for Node {
             .find(|f| f.name == "in.txt")
             .map(|f| f.data.clone());
         tokio::spawn(async move {
-            let ch = Endpoint::from_shared(format!("http://{}", r.shadow_addr))
-                .unwrap()
-                .connect()
-                .await
-                .unwrap();
+            let ch = aerie_security::testing::endpoint(
+                &r.shadow_addr,
+                aerie_security::Role::AccessPoint,
+            )
+            .connect()
+            .await
+            .unwrap();
             let mut shadow = ex::shadow_client::ShadowClient::new(ch);
             let event = |e| ex::JobEventRequest {
                 job: r.job.clone(),
@@ -166,7 +167,7 @@ async fn a_submitted_job_is_matched_claimed_run_and_completed_with_its_output() 
     let node_addr = l.local_addr().unwrap().to_string();
     let n = node.clone();
     tokio::spawn(async move {
-        tonic::transport::Server::builder()
+        aerie_security::testing::server()
             .add_service(pb::startd_server::StartdServer::new(n.clone()))
             .add_service(ex::execute_server::ExecuteServer::new(n))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(l))

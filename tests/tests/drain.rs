@@ -116,7 +116,7 @@ async fn a_drain_reaches_the_machine_through_the_leader_and_a_cancel_follows() {
     let addr = listener.local_addr().unwrap().to_string();
     let svc = execute_server::ExecuteServer::new(node.clone());
     tokio::spawn(
-        tonic::transport::Server::builder()
+        aerie_security::testing::server()
             .add_service(svc)
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );

@@ -30,6 +30,7 @@ fn start_execute(dir: &std::path::Path, cms: &[String]) -> Exec {
          UPDATE_INTERVAL = 2\n",
     )
     .expect("write the configuration");
+    aerie_security::testing::test_pool();
     let mut child = Command::new(NODE)
         .args(["execute", "--name", "exec1.test", "--cms", &cms.join(",")])
         .arg("--config")

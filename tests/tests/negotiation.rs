@@ -99,7 +99,7 @@ impl FakeAp {
         let incoming =
             tonic::transport::server::TcpIncoming::from_listener(l, true, None).expect("incoming");
         tokio::spawn(
-            tonic::transport::Server::builder()
+            aerie_security::testing::server()
                 .add_service(AccessPointServer::new(self))
                 .serve_with_incoming(incoming),
         );

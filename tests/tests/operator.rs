@@ -7,6 +7,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 const CMCTL: &str = env!("CARGO_BIN_EXE_aerie-cmctl");
 
 fn cmctl(cms: &[String], args: &[&str]) -> (i32, String, String) {
+    aerie_security::testing::test_pool();
     let out = Command::new(CMCTL)
         .args(args)
         .env("AERIE_CMS", cms.join(","))

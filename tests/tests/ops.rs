@@ -35,6 +35,8 @@ fn require(tool: &str) {
 }
 
 fn run(script: &str, env: &[(&str, &str)]) {
+    // The scripts' daemons inherit the test pool's credentials (AERIE_CREDENTIALS).
+    aerie_tests::test_pool();
     let path = repo().join(script);
     let out = Command::new("bash")
         .arg(&path)

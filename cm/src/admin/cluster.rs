@@ -208,8 +208,9 @@ async fn admit_remote(s: &AdminService, addr: &str, id: NodeId) -> Result<(), Ad
             "this CM has no cluster id; it cannot admit another".into(),
         ));
     };
-    let ch = crate::raft::network::lazy_channel(addr, Duration::from_secs(2))
-        .map_err(|e| AdminError::BadRequest(format!("bad value: {e}")))?;
+    let ch =
+        crate::raft::network::lazy_channel(addr, aerie_security::Role::Cm, Duration::from_secs(2))
+            .map_err(|e| AdminError::BadRequest(format!("bad value: {e}")))?;
     let mut c = pb::admin_client::AdminClient::new(ch);
     // The new CM may be starting still: wait for it to listen, as long as adding may take.
     let deadline = Instant::now() + ADD_MEMBER_TIMEOUT / 2;

@@ -24,6 +24,9 @@ pub enum AdminError {
     /// Anything else (forwarding to the leader failed, Raft failed).
     #[error("{0}")]
     Failed(String),
+    /// The caller may not send this command (an internal one, from outside the CMs).
+    #[error("{0}")]
+    Denied(String),
 }
 
 impl AdminError {
@@ -31,7 +34,7 @@ impl AdminError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             AdminError::NoQuorum(_) => ErrorKind::NoQuorum,
-            AdminError::BadRequest(_) => ErrorKind::BadRequest,
+            AdminError::BadRequest(_) | AdminError::Denied(_) => ErrorKind::BadRequest,
             AdminError::LeaderUnavailable(_) => ErrorKind::LeaderUnavailable,
             AdminError::Failed(_) => ErrorKind::Failed,
         }
@@ -46,6 +49,7 @@ impl From<AdminError> for Status {
             AdminError::BadRequest(m) => Status::invalid_argument(m.clone()),
             AdminError::LeaderUnavailable(m) => Status::unavailable(m.clone()),
             AdminError::Failed(m) => Status::failed_precondition(m.clone()),
+            AdminError::Denied(m) => Status::permission_denied(m.clone()),
         };
         s.metadata_mut().insert(
             ERROR_KIND_METADATA,

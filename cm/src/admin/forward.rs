@@ -59,9 +59,12 @@ impl AdminService {
                     if route.forwarded {
                         return redirect(leader);
                     }
-                    let ch =
-                        crate::raft::network::lazy_channel(&leader.addr, Duration::from_secs(1))
-                            .map_err(AdminError::Failed)?;
+                    let ch = crate::raft::network::lazy_channel(
+                        &leader.addr,
+                        aerie_security::Role::Cm,
+                        Duration::from_secs(1),
+                    )
+                    .map_err(AdminError::Failed)?;
                     let client = AdminClient::new(ch).max_decoding_message_size(256 << 20);
                     return match remote(client, route.forward_timeout).await {
                         Ok(r) => Ok(r.into_inner()),

@@ -74,10 +74,26 @@ impl AdminService {
         }
     }
 
-    async fn do_write(&self, req: pb::WriteRequest) -> Result<pb::WriteReply, AdminError> {
+    async fn do_write(
+        &self,
+        req: pb::WriteRequest,
+        caller: &aerie_security::Caller,
+    ) -> Result<pb::WriteReply, AdminError> {
         let request: Request = serde_json::from_str(&req.command_json).map_err(|e| {
             AdminError::BadRequest(format!("bad command {:?}: {e}", req.command_json))
         })?;
+        // The leader writes the ledger's ticks, cycle records, absent ads and its own
+        // parameters itself; from outside the CMs they would rewrite history (a Tick far in
+        // the future ages every submitter's usage away). Insecure mode authenticates nobody.
+        if request.cmd.is_internal()
+            && !caller.is(aerie_security::Role::Cm)
+            && *caller != aerie_security::Caller::Anonymous
+        {
+            return Err(AdminError::Denied(format!(
+                "{caller} may not write {}: only the leader writes it",
+                request.cmd.name()
+            )));
+        }
         let route = self.route("write", req.forwarded);
         let deadline = route.deadline;
         let forward = pb::WriteRequest {
@@ -206,11 +222,10 @@ impl admin_server::Admin for AdminService {
         &self,
         request: tonic::Request<pb::WriteRequest>,
     ) -> Result<Response<pb::WriteReply>, Status> {
-        timed(
-            "write",
-            |r: &pb::WriteReply| r.ok,
-            self.do_write(request.into_inner()),
-        )
+        timed("write", |r: &pb::WriteReply| r.ok, async {
+            let peer = aerie_security::layer::peer_of(&request);
+            self.do_write(request.into_inner(), &peer.caller).await
+        })
         .await
     }
 

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// The relay's knobs.
 #[derive(Clone, Debug)]
@@ -380,13 +380,8 @@ impl Relay {
 }
 
 fn client(addr: &str) -> Result<CollectorClient<Channel>, String> {
-    let uri = if addr.contains("://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
-    };
-    let ch = Endpoint::from_shared(uri)
-        .map_err(|e| format!("bad peer address {addr}: {e}"))?
+    let ch = aerie_security::transport::endpoint(addr, aerie_security::Role::Cm)
+        .map_err(|e| format!("peer {addr}: {e}"))?
         .connect_timeout(Duration::from_secs(1))
         .timeout(Duration::from_secs(10))
         .connect_lazy();

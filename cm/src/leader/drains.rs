@@ -150,7 +150,11 @@ async fn call(c: &DrainCall) -> Result<(), String> {
     };
     let bare = addr.trim().trim_start_matches('<').trim_end_matches('>');
     let bare = bare.split('?').next().unwrap_or(bare);
-    let ch = crate::raft::network::lazy_channel(bare, Duration::from_secs(2))?;
+    let ch = crate::raft::network::lazy_channel(
+        bare,
+        aerie_security::Role::Execute,
+        Duration::from_secs(2),
+    )?;
     let mut client = pb::execute_client::ExecuteClient::new(ch);
     let deadline = Duration::from_secs(5);
     match c {

@@ -24,7 +24,8 @@ pub fn supported() -> u32 {
 
 /// The feature version the CM at `addr` supports (a CM from before feature versions: 1).
 pub async fn supported_by(addr: &str) -> Result<u32, String> {
-    let ch = crate::raft::network::lazy_channel(addr, Duration::from_secs(1))?;
+    let ch =
+        crate::raft::network::lazy_channel(addr, aerie_security::Role::Cm, Duration::from_secs(1))?;
     let mut c = AdminClient::new(ch);
     let mut req = tonic::Request::new(StatusRequest {});
     req.set_timeout(Duration::from_secs(2));

@@ -99,7 +99,7 @@ async fn deliver_one(
     batch: GrantBatch,
     timeout: Duration,
 ) -> Result<Vec<(bool, String)>, String> {
-    let ch = crate::raft::network::lazy_channel(ap, timeout)?;
+    let ch = crate::raft::network::lazy_channel(ap, aerie_security::Role::AccessPoint, timeout)?;
     let mut c = AccessPointClient::new(ch);
     let mut r = tonic::Request::new(batch);
     r.set_timeout(timeout);

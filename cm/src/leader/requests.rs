@@ -76,7 +76,7 @@ async fn get_requests(
     req: RequestsRequest,
     timeout: Duration,
 ) -> Result<Vec<String>, String> {
-    let ch = crate::raft::network::lazy_channel(ap, timeout)?;
+    let ch = crate::raft::network::lazy_channel(ap, aerie_security::Role::AccessPoint, timeout)?;
     let mut c = AccessPointClient::new(ch).max_decoding_message_size(256 << 20);
     let mut r = tonic::Request::new(req);
     r.set_timeout(timeout);

@@ -43,7 +43,7 @@ enum PeerState {
 }
 
 async fn status(addr: &str) -> Result<StatusReply, String> {
-    let ch = super::network::lazy_channel(addr, Duration::from_secs(1))?;
+    let ch = super::network::lazy_channel(addr, aerie_security::Role::Cm, Duration::from_secs(1))?;
     let mut c = AdminClient::new(ch);
     let mut req = tonic::Request::new(StatusRequest {});
     req.set_timeout(Duration::from_secs(1));

@@ -151,7 +151,7 @@ impl Prober {
 
     async fn ask(&mut self, addr: &str, cluster: &ClusterId) -> Result<ContactReply, String> {
         if self.client.as_ref().is_none_or(|(a, _)| a != addr) {
-            let ch = lazy_channel(addr, PROBE_INTERVAL)?;
+            let ch = lazy_channel(addr, aerie_security::Role::Cm, PROBE_INTERVAL)?;
             self.client = Some((addr.to_string(), RaftClient::new(ch)));
         }
         let (_, client) = self.client.as_mut().expect("set above");

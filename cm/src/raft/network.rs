@@ -7,6 +7,7 @@
 use super::store::ClusterId;
 use super::{Node, NodeId, TypeConfig};
 use aerie_proto::raft::{raft_client::RaftClient, RaftReply, RaftRequest};
+use aerie_security::Role;
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
@@ -20,7 +21,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Payload encoding version carried in `RaftRequest.version`.
 pub const PAYLOAD_VERSION: u32 = 1;
@@ -109,15 +110,11 @@ pub struct Connection {
     cluster: ClusterId,
 }
 
-/// Builds a channel that connects on first use and reconnects after failures.
-pub fn lazy_channel(addr: &str, connect_timeout: Duration) -> Result<Channel, String> {
-    let uri = if addr.starts_with("http://") || addr.starts_with("https://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
-    };
-    Ok(Endpoint::from_shared(uri)
-        .map_err(|e| format!("bad address {addr:?}: {e}"))?
+/// Builds a channel to a server of `role` (mutual TLS with this CM's certificate, the
+/// server's checked to hold `role`) that connects on first use and reconnects after failures.
+pub fn lazy_channel(addr: &str, role: Role, connect_timeout: Duration) -> Result<Channel, String> {
+    Ok(aerie_security::transport::endpoint(addr, role)
+        .map_err(|e| e.to_string())?
         .connect_timeout(connect_timeout)
         .tcp_nodelay(true)
         .connect_lazy())
@@ -140,7 +137,8 @@ enum CallError {
 impl Connection {
     fn client(&mut self) -> Result<RaftClient<Channel>, CallError> {
         if self.client.is_none() {
-            let ch = lazy_channel(&self.addr, self.rpc_deadline).map_err(CallError::Network)?;
+            let ch = lazy_channel(&self.addr, Role::Cm, self.rpc_deadline)
+                .map_err(CallError::Network)?;
             self.client = Some(RaftClient::new(ch).max_decoding_message_size(256 << 20));
         }
         Ok(self.client.clone().expect("set above"))

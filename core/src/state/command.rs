@@ -170,6 +170,21 @@ impl Command {
         }
     }
 
+    /// Whether only the leader writes this command (ticks, its own accountant parameters,
+    /// cycle records, absent and offline ads, the feature version): the admin API refuses it
+    /// from anyone but another CM.
+    pub fn is_internal(&self) -> bool {
+        use crate::accountant::AccountantCommand as A;
+        matches!(
+            self,
+            Command::Accountant(A::Tick { .. } | A::SetParams(_))
+                | Command::RecordCycle(_)
+                | Command::PutAd { .. }
+                | Command::PutAds { .. }
+                | Command::SetFeatureVersion { .. }
+        )
+    }
+
     /// The cluster feature version a command needs (see [`FEATURE_VERSION`]).
     pub fn required_feature(&self) -> u32 {
         match self {

@@ -313,11 +313,13 @@ async fn deliver(addr: &str, job: &str, ev: xpb::JobEventRequest) {
 }
 
 async fn send_once(addr: &str, ev: xpb::JobEventRequest) -> Result<(), String> {
-    let url = format!("http://{}", crate::sim::bare_addr(addr));
-    let ep = tonic::transport::Endpoint::from_shared(url)
-        .map_err(|e| format!("shadow address {addr:?}: {e}"))?
-        .connect_timeout(Duration::from_secs(2))
-        .timeout(Duration::from_secs(10));
+    let ep = aerie_security::transport::endpoint(
+        crate::sim::bare_addr(addr),
+        aerie_security::Role::AccessPoint,
+    )
+    .map_err(|e| format!("shadow {addr}: {e}"))?
+    .connect_timeout(Duration::from_secs(2))
+    .timeout(Duration::from_secs(10));
     let ch = ep
         .connect()
         .await

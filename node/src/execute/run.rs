@@ -313,15 +313,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         detected: Some((m.cpus, m.memory_mib)),
     };
     let now = unix_now();
-    let mut mgr = SlotManager::new(
-        &lay.slots,
-        policy,
-        facts,
-        connected,
-        &listen,
-        rand::random(),
-        now,
-    );
+    let mut mgr = SlotManager::new(&lay.slots, policy, facts, connected, &listen, None, now);
     mgr.set_job_limits(limits.name());
     let starter = StarterSetup {
         execute_dir: execute_dir.clone(),
@@ -347,7 +339,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
 
     let svc = super::service::ExecuteService { node: node.clone() };
     let server = tokio::spawn(
-        tonic::transport::Server::builder()
+        aerie_security::transport::server()?
             .add_service(svc.startd())
             .add_service(svc.execute())
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),

@@ -153,17 +153,21 @@ pub fn eviction_reason(cause: Cause) -> &'static str {
 impl SlotManager {
     /// The slots `specs` lays out on `facts.machine`, all Owner/Idle at `now` and at once
     /// evaluated (so Unclaimed unless `IS_OWNER` says otherwise). `tag` goes into the claim
-    /// ids (the listen address), `seed` seeds them.
+    /// ids (the listen address); `seed` seeds them in tests, `None` (a real node) draws them
+    /// from the operating system's random source.
     pub fn new(
         specs: &[SlotSpec],
         policy: Policy,
         facts: MachineFacts,
         connected: Connected,
         tag: &str,
-        seed: u64,
+        seed: Option<u64>,
         now: i64,
     ) -> SlotManager {
-        let mut startd = Startd::new(seed, tag, now);
+        let mut startd = match seed {
+            Some(s) => Startd::new(s, tag, now),
+            None => Startd::new_secure(tag, now),
+        };
         let mut states = BTreeMap::new();
         for spec in specs {
             startd.add_slot(&facts.machine, spec);

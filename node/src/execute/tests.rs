@@ -42,7 +42,7 @@ fn manager(specs: &[SlotSpec], config: &str) -> SlotManager {
         keyboard_slots: 0,
         disconnected_idle: 0,
     };
-    SlotManager::new(specs, policy(config), facts, connected, "t", 7, T0)
+    SlotManager::new(specs, policy(config), facts, connected, "t", Some(7), T0)
 }
 
 fn two_static(config: &str) -> SlotManager {

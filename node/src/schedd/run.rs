@@ -74,7 +74,7 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
     let big = 256 << 20;
     let s = schedd.clone();
     tasks.push(tokio::spawn(async move {
-        let r = tonic::transport::Server::builder()
+        let r = aerie_security::transport::local_server()
             .add_service(
                 ScheddServer::new(ScheddService(s))
                     .max_decoding_message_size(big)
@@ -87,8 +87,9 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
         }
     }));
     let s = schedd.clone();
+    let mut tcp_server = aerie_security::transport::server()?;
     tasks.push(tokio::spawn(async move {
-        let r = tonic::transport::Server::builder()
+        let r = tcp_server
             .add_service(
                 AccessPointServer::new(AccessPointService(s.clone()))
                     .max_encoding_message_size(big),

@@ -18,7 +18,7 @@ use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Keep-alives in a row that may fail to reach a startd before its claim is given up (its
 /// job idle again): by then the startd's lease has passed too.
@@ -27,8 +27,8 @@ pub const MAX_MISSED_ALIVES: u32 = 3;
 /// "<host:port>" or "host:port" to a channel to it.
 async fn channel(addr: &str) -> Result<Channel, String> {
     let bare = crate::sim::bare_addr(addr);
-    Endpoint::from_shared(format!("http://{bare}"))
-        .map_err(|e| format!("address {addr:?}: {e}"))?
+    aerie_security::transport::endpoint(bare, aerie_security::Role::Execute)
+        .map_err(|e| format!("{addr}: {e}"))?
         .connect_timeout(Duration::from_secs(3))
         .timeout(Duration::from_secs(30))
         .connect()

@@ -290,17 +290,29 @@ impl Startd {
     /// An empty startd started at `now` (Unix seconds); `tag` (e.g. the listen address) is
     /// part of every claim id.
     pub fn new(seed: u64, tag: &str, now: i64) -> Startd {
+        Startd::with_rng(StdRng::seed_from_u64(seed ^ 0x5eed_c1a1), tag, now)
+    }
+
+    /// A startd whose claim ids are unguessable: its generator (ChaCha, a CSPRNG) is seeded
+    /// from the operating system's random source, so ids never repeat across restarts.
+    pub fn new_secure(tag: &str, now: i64) -> Startd {
+        Startd::with_rng(StdRng::from_entropy(), tag, now)
+    }
+
+    fn with_rng(rng: StdRng, tag: &str, now: i64) -> Startd {
         Startd {
             slots: BTreeMap::new(),
             machines: BTreeMap::new(),
-            rng: StdRng::seed_from_u64(seed ^ 0x5eed_c1a1),
+            rng,
             tag: tag.to_string(),
             started: now,
         }
     }
 
+    /// A claim id: the startd's address and a 128-bit capability (whoever holds it may use
+    /// the claim, so it must not be guessable).
     fn new_claim_id(&mut self) -> String {
-        format!("<{}>#{:016x}", self.tag, self.rng.gen::<u64>())
+        format!("<{}>#{:032x}", self.tag, self.rng.gen::<u128>())
     }
 
     /// Adds a static slot `slot<id>@<machine>` of slot type 0.

@@ -1,0 +1,189 @@
+//! Security against a live 3-CM cluster: who may connect, and what each identity may do.
+//!
+//! Every client here is built from a certificate of the test pool (or of another pool, or none)
+//! and calls the CMs' real services: plaintext and wrong-CA clients are refused at the
+//! handshake, a client that expects a CM refuses a server that is not one, each role may call
+//! exactly its levels, and the commands only the leader writes are refused from an admin.
+use aerie_core::accountant::{AccountantCommand, Usage};
+use aerie_core::state::{Command, Request};
+use aerie_proto::admin::{self as pb, admin_client::AdminClient};
+use aerie_proto::collector::{collector_client::CollectorClient, DigestRequest, QueryRequest};
+use aerie_security::{Role, Transport};
+use aerie_tests::*;
+use std::path::Path;
+use std::time::Duration;
+use tonic::transport::Channel;
+
+const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
+const CMCTL: &str = env!("CARGO_BIN_EXE_aerie-cmctl");
+
+fn now() -> i64 {
+    unix_now()
+}
+
+/// A channel to the CM at `addr` presenting `name`'s certificate from `dir`.
+fn channel_as(dir: &Path, name: &str, addr: &str, role: Role) -> Channel {
+    let t = Transport::load(dir, name, now()).expect("load a test certificate");
+    t.endpoint(addr, role)
+        .expect("endpoint")
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(5))
+        .connect_lazy()
+}
+
+fn write_req(cmd: Command) -> pb::WriteRequest {
+    pb::WriteRequest {
+        command_json: serde_json::to_string(&Request::new(cmd)).unwrap(),
+        forwarded: false,
+    }
+}
+
+fn set_factor(name: &str, v: f64) -> Command {
+    Command::Accountant(AccountantCommand::SetFactor {
+        name: name.into(),
+        value: v,
+    })
+}
+
+async fn started() -> (Cluster, String) {
+    let c = Cluster::start(BIN.into(), 3, &[]).expect("start the cluster");
+    wait_leader(&c.running(), Duration::from_secs(20))
+        .await
+        .expect("a leader");
+    let addr = c.addr(1);
+    (c, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plaintext_wrong_ca_and_impostor_connections_are_refused() {
+    let (_c, addr) = started().await;
+    let pool = test_pool();
+
+    // Plaintext: the server speaks only TLS.
+    let plain = Transport::Insecure
+        .endpoint(&addr, Role::Cm)
+        .unwrap()
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(5))
+        .connect_lazy();
+    let e = AdminClient::new(plain)
+        .status(pb::StatusRequest {})
+        .await
+        .expect_err("a plaintext client must be refused");
+    assert_ne!(e.code(), tonic::Code::Ok);
+
+    // A certificate of another pool's CA: the server does not trust it (and it does not
+    // trust the server).
+    let other = tempfile::tempdir().unwrap();
+    aerie_security::pki::init(
+        other.path(),
+        "other",
+        &aerie_security::pki::default_holders(1, &[]),
+        5,
+    )
+    .unwrap();
+    let e = AdminClient::new(channel_as(other.path(), "admin", &addr, Role::Cm))
+        .status(pb::StatusRequest {})
+        .await
+        .expect_err("a client of another CA must be refused");
+    assert_ne!(e.code(), tonic::Code::Ok);
+
+    // A client expecting an execute node refuses the CM (its certificate is not one), so a
+    // stolen node certificate could not pose as a CM to nodes either.
+    let e = AdminClient::new(channel_as(pool, "admin", &addr, Role::Execute))
+        .status(pb::StatusRequest {})
+        .await
+        .expect_err("a server without the expected role must be refused");
+    assert_ne!(e.code(), tonic::Code::Ok);
+
+    // The pool's own admin certificate works.
+    let ok = AdminClient::new(channel_as(pool, "admin", &addr, Role::Cm))
+        .status(pb::StatusRequest {})
+        .await
+        .expect("the admin reads the status");
+    assert_eq!(ok.into_inner().id, 1, "node 1 answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_identity_may_do_what_its_level_allows_and_no_more() {
+    let (_c, addr) = started().await;
+    let pool = test_pool();
+    let admin = || AdminClient::new(channel_as(pool, "admin", &addr, Role::Cm));
+    let node = || AdminClient::new(channel_as(pool, "exec1", &addr, Role::Cm));
+
+    // ADMINISTRATOR: an admin changes a factor; an execute node may not.
+    let r = admin()
+        .write(write_req(set_factor("alice@pool", 500.0)))
+        .await
+        .expect("the admin writes")
+        .into_inner();
+    assert!(r.ok, "{}", r.error);
+    let e = node()
+        .write(write_req(set_factor("alice@pool", 1.0)))
+        .await
+        .expect_err("an execute node may not change priorities");
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    for part in ["exec1@execute", "ADMINISTRATOR"] {
+        assert!(e.message().contains(part), "{:?} lacks {part}", e.message());
+    }
+
+    // Internal commands: not even an admin may tick the ledger or record a cycle.
+    let tick = Command::Accountant(AccountantCommand::Tick {
+        now: now() + 10 * 365 * 86_400,
+        usage: Vec::<Usage>::new(),
+    });
+    let e = admin()
+        .write(write_req(tick))
+        .await
+        .expect_err("a Tick from outside the CMs must be refused");
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    assert!(e.message().contains("only the leader"), "{}", e.message());
+
+    // READ: anyone in the pool queries the collector; only CMs call Digest and Raft.
+    let q = QueryRequest {
+        ad_type: "Any".into(),
+        constraint: String::new(),
+        projection: vec![],
+        absent: false,
+        limit: 0,
+    };
+    CollectorClient::new(channel_as(pool, "exec1", &addr, Role::Cm))
+        .query(q)
+        .await
+        .expect("an execute node may read");
+    let e = CollectorClient::new(channel_as(pool, "admin", &addr, Role::Cm))
+        .digest(DigestRequest::default())
+        .await
+        .expect_err("Digest is for CMs only");
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    assert!(
+        e.message().contains("only central managers"),
+        "{}",
+        e.message()
+    );
+
+    // ADVERTISE_STARTD: a CM's certificate may not advertise ads into another CM.
+    let e = CollectorClient::new(channel_as(pool, "cm2", &addr, Role::Cm))
+        .advertise(aerie_proto::collector::AdBatch::default())
+        .await
+        .expect_err("a CM may not advertise");
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmctl_without_credentials_says_how_to_get_them() {
+    let (_c, addr) = started().await;
+    let out = std::process::Command::new(CMCTL)
+        .args(["cluster", "status"])
+        .env("AERIE_CMS", &addr)
+        .env_remove("AERIE_CREDENTIALS")
+        .output()
+        .expect("run cmctl");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    // Without a /etc/aerie/credentials on this machine, the message names the way out.
+    if !Path::new(aerie_security::transport::SYSTEM_CREDENTIALS).exists() {
+        assert!(err.contains("AERIE_CREDENTIALS"), "{err}");
+        assert!(err.contains("aerie-cm security init"), "{err}");
+    }
+}
