@@ -9,6 +9,7 @@
 //! the first sightings are remembered as 64-bit hashes in a bounded set.
 use crate::ad::Attr;
 use crate::error::ParseError;
+use crate::name::Name;
 use crate::ClassAd;
 use foldhash::fast::RandomState;
 use std::collections::{HashMap, HashSet};
@@ -20,6 +21,9 @@ pub struct AttrCache {
     lines: HashMap<Box<str>, Arc<Attr>, RandomState>,
     /// Hashes of lines seen once and not (yet) cached.
     seen_once: HashSet<u64, RandomState>,
+    /// Attribute names as spelled, interned: the lines not cached (`Name`, `QDate`: values
+    /// unique to one ad) share their names instead of allocating one each.
+    names: HashMap<Box<str>, Name, RandomState>,
     /// Keyed per cache (foldhash with a random seed: fast, and a sender cannot aim lines at
     /// one hash bucket without knowing the seed).
     hasher: RandomState,
@@ -51,6 +55,7 @@ impl AttrCache {
         AttrCache {
             lines: HashMap::default(),
             seen_once: HashSet::default(),
+            names: HashMap::default(),
             hasher: Default::default(),
             capacity: capacity.max(1),
             hits: 0,
@@ -82,6 +87,19 @@ impl AttrCache {
             self.misses += 1;
         }
         hit
+    }
+
+    /// The interned [`Name`] spelled `name` (bounded like the lines: past `capacity` names,
+    /// new ones are made but not kept).
+    pub(crate) fn name(&mut self, name: &str) -> Name {
+        if let Some(n) = self.names.get(name) {
+            return n.clone();
+        }
+        let n = Name::new(name);
+        if self.names.len() < self.capacity {
+            self.names.insert(Box::from(name), n.clone());
+        }
+        n
     }
 
     /// Records the parse of `line`; caches it if the line was seen before.
