@@ -443,8 +443,12 @@ fn parse_old_line(
     cache: Option<&mut AttrCache>,
 ) -> Result<Arc<Attr>, ParseError> {
     let mut cache = cache;
-    if let Some(attr) = cache.as_mut().and_then(|c| c.get(line)) {
-        return Ok(attr);
+    let mut hash = 0;
+    if let Some(c) = cache.as_mut() {
+        match c.get(line) {
+            (_, Some(attr)) => return Ok(attr),
+            (h, None) => hash = h,
+        }
     }
     let Some(eq) = line.find('=') else {
         let col = line.len() - line.trim_start().len() + 1;
@@ -492,7 +496,7 @@ fn parse_old_line(
     };
     let attr = Attr::new(name, Arc::new(e));
     if let Some(c) = cache {
-        c.offer(line, &attr);
+        c.offer(line, hash, &attr);
     }
     Ok(attr)
 }
