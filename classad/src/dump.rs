@@ -1,8 +1,10 @@
 //! Reading whole dumps of old-syntax ads (`condor_status -long`, `condor_q -long`: ads
 //! separated by blank lines) on every core.
 //!
-//! HTCondor's tools read such files one ad at a time on one thread
-//! (`CondorClassAdFileIterator`, src/condor_utils/compat_classad_util.h). A blank line ends an
+//! HTCondor's tools read such files, "the traditional -long form" (`Parse_long` of
+//! `CondorClassAdFileParseHelper`), one ad at a time on one thread (`CondorClassAdFileIterator`,
+//! each line through `InsertLongFormAttrValue` and the ClassAd cache; all in
+//! src/condor_utils/compat_classad_util.h). A blank line ends an
 //! ad whatever came before it (old syntax has one attribute per line), so a dump can be cut
 //! after any blank line and the pieces read independently: here several dumps are cut into
 //! pieces of similar size, threads take pieces in turn, each reading through its own
