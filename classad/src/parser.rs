@@ -731,6 +731,37 @@ mod tests {
     }
 
     #[test]
+    fn random_right_hand_sides_read_without_the_lexer_only_as_the_parser_reads_them() {
+        // Short texts over the bytes that matter to literals (LCG, fixed seed): whenever the
+        // fast path reads one, the parser must read the same literal.
+        const ALPHABET: &[u8] = b"0123456789-.+eE\" \t\\xtrueTRUEfalsFALS#/*";
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let (mut fast, mut total) = (0, 0);
+        for _ in 0..50_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let len = (x >> 60) as usize + 1;
+            let mut t = String::new();
+            for k in 0..len {
+                let r = x.rotate_left(7 * k as u32 + 3) ^ (k as u64).wrapping_mul(0x9e37_79b9);
+                t.push(ALPHABET[(r % ALPHABET.len() as u64) as usize] as char);
+            }
+            total += 1;
+            if let Some(v) = simple_literal(&t) {
+                fast += 1;
+                let slow = parsed(&t).unwrap_or_else(|e| panic!("{t:?} read as {v:?}: {e}"));
+                assert!(
+                    Expr::Lit(v.clone()).same_as(&slow),
+                    "{t:?}: {v:?} vs {slow:?}"
+                );
+            }
+        }
+        assert!(
+            fast > 500 && fast < total,
+            "{fast} of {total} read by the fast path"
+        );
+    }
+
+    #[test]
     fn an_ad_built_from_its_lines_equals_one_built_by_inserts() {
         let text = "A = 1\nb = \"x\"\na = 2\nC = B + 1\nB = 3\n";
         let ads = parse_old_ads_strict(text).expect("parses");
