@@ -241,6 +241,94 @@ pub fn job_ad() -> String {
     s
 }
 
+/// One idle job ad as `condor_q -long` prints it (about 45 attributes), differing from job to
+/// job in its ids, times, owner, request, files and requirements, as a queue of many users'
+/// clusters does.
+pub fn queue_job_ad(j: usize, submitters: usize) -> String {
+    let u = j % submitters;
+    let cluster = 1000 + j / 100;
+    let proc = j % 100;
+    let kind = (j / submitters) % 6;
+    let qdate = 1_700_000_000 + j as i64;
+    let mem = [1024, 2048, 4096][kind % 3];
+    let req = if kind < 3 {
+        "(TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && (TARGET.HasFileTransfer)"
+    } else {
+        "(TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && (TARGET.Memory >= RequestMemory) && (TARGET.KFlops >= 1000000)"
+    };
+    format!(
+        r#"MyType = "Job"
+TargetType = "Machine"
+ClusterId = {cluster}
+ProcId = {proc}
+GlobalJobId = "submit.example.org#{cluster}.{proc}#{qdate}"
+Owner = "user{u}"
+User = "user{u}@example.org"
+AcctGroup = "group_{g}"
+AccountingGroup = "group_{g}.user{u}"
+JobUniverse = 5
+JobStatus = 1
+QDate = {qdate}
+EnteredCurrentStatus = {qdate}
+JobPrio = {prio}
+RequestCpus = {cpus}
+RequestMemory = {mem}
+RequestDisk = {disk}
+ImageSize = {image}
+ImageSize_RAW = {image}
+DiskUsage = {disk}
+DiskUsage_RAW = {disk}
+MemoryUsage = ((ResidentSetSize + 1023) / 1024)
+Cmd = "/home/user{u}/analysis/run_{kind}.sh"
+Arguments = "--seed {j} --events 10000 --out result_{proc}.root"
+Iwd = "/home/user{u}/analysis/{cluster}"
+Out = "out.{cluster}.{proc}"
+Err = "err.{cluster}.{proc}"
+UserLog = "/home/user{u}/analysis/{cluster}/job.log"
+Environment = "OMP_NUM_THREADS={cpus} RUN={j}"
+TransferInput = "input_{kind}.tar.gz,config.json"
+Requirements = {req}
+Rank = {rank}
+ShouldTransferFiles = "YES"
+WhenToTransferOutput = "ON_EXIT"
+NumJobStarts = 0
+NumRestarts = 0
+NumCkpts = 0
+LeaveJobInQueue = false
+OnExitRemove = true
+OnExitHold = false
+PeriodicHold = (JobStatus == 2) && (time() - EnteredCurrentStatus > 86400)
+PeriodicRelease = false
+PeriodicRemove = false
+WantRemoteIO = true
+CumulativeSlotTime = 0.0
+CommittedTime = 0
+JobLeaseDuration = 2400
+CondorVersion = "$CondorVersion: 23.9.6 2024-08-08 BuildID: 745139 PackageID: 23.9.6-1 $"
+"#,
+        g = u % 5,
+        prio = (j % 3) as i64 - 1,
+        cpus = 1 + kind % 2,
+        disk = 100_000 + (j % 977) * 13,
+        image = 50_000 + (j % 1499) * 7,
+        rank = if kind.is_multiple_of(2) {
+            "TARGET.KFlops"
+        } else {
+            "0"
+        },
+    )
+}
+
+/// A condor_q -long style dump of `n` idle jobs of `submitters` users (blank line between ads).
+pub fn queue_dump(n: usize, submitters: usize) -> String {
+    let mut s = String::new();
+    for j in 0..n {
+        s.push_str(&queue_job_ad(j, submitters));
+        s.push('\n');
+    }
+    s
+}
+
 /// One cheap call of each family of built-in functions (types, lists, strings, versions, math,
 /// time, conversion, meta, string lists, HTCondor's extras). The regex family is left out: its
 /// per-call pattern compile would hide the dispatch cost this measures.

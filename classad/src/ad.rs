@@ -221,6 +221,34 @@ impl ClassAd {
         }
     }
 
+    /// The ad holding `attrs` in order, as if each were inserted with
+    /// [`ClassAd::insert_attr`] (a later attribute of the same name replaces the earlier one's
+    /// expression and keeps its spelling), with the vector and index sized once: the old-syntax
+    /// reader gathers an ad's lines first and builds it here.
+    pub(crate) fn from_attrs(attrs: &mut Vec<Arc<Attr>>) -> ClassAd {
+        let n = attrs.len();
+        let want = (n * 2).next_power_of_two().max(8);
+        let mut a = Attrs {
+            entries: Vec::with_capacity(n),
+            table: Index::with_len(want, n),
+            matcher: OnceLock::new(),
+        };
+        for attr in attrs.drain(..) {
+            if a.find(attr.name.as_str(), attr.name.hash()).is_some() {
+                a.insert_attr(attr);
+            } else {
+                let hash = attr.name.hash();
+                a.entries.push(attr);
+                a.table.place(hash, a.entries.len());
+            }
+        }
+        ClassAd {
+            attrs: Arc::new(a),
+            parent: None,
+            detached: false,
+        }
+    }
+
     /// Insert or replace `name` (case-insensitive; the spelling first inserted is kept).
     pub(crate) fn insert_arc(&mut self, name: Name, expr: Arc<Expr>) {
         self.insert_attr(Attr::new(name, expr));

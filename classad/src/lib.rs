@@ -11,6 +11,7 @@
 pub mod ad;
 pub mod builtins;
 pub mod cache;
+pub mod dump;
 pub mod error;
 pub mod eval;
 pub mod expr;
@@ -27,6 +28,7 @@ pub mod value;
 pub use ad::{Attr, ClassAd};
 pub use builtins::Builtin;
 pub use cache::{parse_old_ads_cached, AttrCache};
+pub use dump::parse_old_dumps;
 pub use error::ParseError;
 pub use eval::{EvalLimit, MAX_EVAL_STEPS};
 pub use expr::{BinOp, Expr, ExprList, References, ScopeKw, UnOp};

@@ -435,17 +435,20 @@ pub fn parse_new_ad(text: &str) -> Result<ClassAd, ParseError> {
 }
 
 /// Parse one old-syntax line `Name = expr` (line/column for errors). The name is everything
-/// before the first `=`, trimmed, as libclassad's long-form reader takes it.
+/// before the first `=`, trimmed, as libclassad's long-form reader takes it. Through a cache,
+/// a line seen before is not parsed again and names are interned.
 fn parse_old_line(
-    ad: &mut ClassAd,
     line: &str,
     lineno: u32,
     cache: Option<&mut AttrCache>,
-) -> Result<(), ParseError> {
+) -> Result<Arc<Attr>, ParseError> {
     let mut cache = cache;
-    if let Some(attr) = cache.as_mut().and_then(|c| c.get(line)) {
-        ad.insert_attr(attr);
-        return Ok(());
+    let mut hash = 0;
+    if let Some(c) = cache.as_mut() {
+        match c.get(line) {
+            (_, Some(attr)) => return Ok(attr),
+            (h, None) => hash = h,
+        }
     }
     let Some(eq) = line.find('=') else {
         let col = line.len() - line.trim_start().len() + 1;
@@ -476,17 +479,67 @@ fn parse_old_line(
         ));
     }
     let rhs = &line[eq + 1..];
-    let col = line[..eq + 1].chars().count() as u32 + 1;
-    let mut p = Parser::new_at(rhs, true, lineno, col)?;
-    let mut e = p.expression()?;
-    p.finish()?;
-    zero_abs_offsets(&mut e);
-    let attr = Attr::new(Name::new(name), Arc::new(e));
+    let e = match simple_literal(rhs) {
+        Some(v) => Expr::Lit(v),
+        None => {
+            let col = line[..eq + 1].chars().count() as u32 + 1;
+            let mut p = Parser::new_at(rhs, true, lineno, col)?;
+            let mut e = p.expression()?;
+            p.finish()?;
+            zero_abs_offsets(&mut e);
+            e
+        }
+    };
+    let name = match cache.as_mut() {
+        Some(c) => c.name(name),
+        None => Name::new(name),
+    };
+    let attr = Attr::new(name, Arc::new(e));
     if let Some(c) = cache {
-        c.offer(line, &attr);
+        c.offer(line, hash, &attr);
     }
-    ad.insert_attr(attr);
-    Ok(())
+    Ok(attr)
+}
+
+/// The value of an old-syntax right-hand side that is one plain literal (most lines of a
+/// dump: `Cpus = 8`, `LoadAvg = 0.250000`, `Name = "slot1@host"`, `HasVM = false`), read
+/// without the lexer: exactly what the parser gives for these texts, and `None` for anything
+/// else (which the parser then reads, errors included). Only spaces and tabs may surround it.
+fn simple_literal(rhs: &str) -> Option<Value> {
+    let t = rhs.trim_matches(|c| c == ' ' || c == '\t').as_bytes();
+    let (&first, rest) = t.split_first()?;
+    if first == b'"' {
+        // Old syntax: a backslash before a quote escapes it; leave those (and NULs) to the
+        // lexer. Without either, the literal is the bytes up to the closing quote.
+        let body = rest.strip_suffix(b"\"")?;
+        if body.iter().any(|&b| b == b'"' || b == b'\\' || b == 0) {
+            return None;
+        }
+        return std::str::from_utf8(body).ok().map(Value::str);
+    }
+    if first.is_ascii_alphabetic() {
+        if t.eq_ignore_ascii_case(b"true") {
+            return Some(Value::Bool(true));
+        }
+        if t.eq_ignore_ascii_case(b"false") {
+            return Some(Value::Bool(false));
+        }
+        return None;
+    }
+    // [-]digits[.digits]: no exponent, no leading zero (octal), at most 18 integer digits.
+    let digits = if first == b'-' { rest } else { t };
+    let int_len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+    if int_len == 0 || int_len > 18 || (int_len > 1 && digits[0] == b'0') {
+        return None;
+    }
+    let text = std::str::from_utf8(t).ok()?;
+    match &digits[int_len..] {
+        [] => text.parse::<i64>().ok().map(Value::Int),
+        [b'.', frac @ ..] if !frac.is_empty() && frac.iter().all(u8::is_ascii_digit) => {
+            text.parse::<f64>().ok().map(Value::Real)
+        }
+        _ => None,
+    }
 }
 
 /// libclassad's long-form (old syntax) reader evaluates absolute-time literals in UTC (the
@@ -531,29 +584,27 @@ fn numbered_lines(text: &str) -> impl Iterator<Item = (u32, &str)> {
 /// [`parse_old_ads_strict`] to report the first bad line.
 pub fn parse_old_ads(text: &str) -> Result<Vec<ClassAd>, ParseError> {
     let mut ads = Vec::new();
-    let mut cur = ClassAd::new();
-    let mut any = false;
+    let mut cur = Vec::new();
     let mut broken = false;
     for (lineno, line) in numbered_lines(text) {
         let t = line.trim();
         if t.is_empty() {
-            if any {
-                ads.push(std::mem::take(&mut cur));
+            if !cur.is_empty() {
+                ads.push(ClassAd::from_attrs(&mut cur));
             }
-            any = false;
             broken = false;
             continue;
         }
         if t.starts_with('#') || broken {
             continue;
         }
-        match parse_old_line(&mut cur, line, lineno, None) {
-            Ok(()) => any = true,
+        match parse_old_line(line, lineno, None) {
+            Ok(attr) => cur.push(attr),
             Err(_) => broken = true,
         }
     }
-    if any {
-        ads.push(cur);
+    if !cur.is_empty() {
+        ads.push(ClassAd::from_attrs(&mut cur));
     }
     Ok(ads)
 }
@@ -563,31 +614,29 @@ pub fn parse_old_ads_strict(text: &str) -> Result<Vec<ClassAd>, ParseError> {
     parse_old_ads_with(text, None)
 }
 
-/// [`parse_old_ads_strict`], optionally through a cache of parsed lines.
+/// [`parse_old_ads_strict`], optionally through a cache of parsed lines. Each ad's lines are
+/// gathered first and the ad is built once, its tables sized to fit.
 pub(crate) fn parse_old_ads_with(
     text: &str,
     mut cache: Option<&mut AttrCache>,
 ) -> Result<Vec<ClassAd>, ParseError> {
     let mut ads = Vec::new();
-    let mut cur = ClassAd::new();
-    let mut any = false;
+    let mut cur = Vec::new();
     for (lineno, line) in numbered_lines(text) {
         let t = line.trim();
         if t.is_empty() {
-            if any {
-                ads.push(std::mem::take(&mut cur));
-                any = false;
+            if !cur.is_empty() {
+                ads.push(ClassAd::from_attrs(&mut cur));
             }
             continue;
         }
         if t.starts_with('#') {
             continue;
         }
-        parse_old_line(&mut cur, line, lineno, cache.as_deref_mut())?;
-        any = true;
+        cur.push(parse_old_line(line, lineno, cache.as_deref_mut())?);
     }
-    if any {
-        ads.push(cur);
+    if !cur.is_empty() {
+        ads.push(ClassAd::from_attrs(&mut cur));
     }
     Ok(ads)
 }
@@ -599,4 +648,136 @@ pub fn parse_old_ad(text: &str) -> Result<ClassAd, ParseError> {
         ad.update(&part);
     }
     Ok(ad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the full parser makes of an old-syntax right-hand side.
+    fn parsed(rhs: &str) -> Result<Expr, ParseError> {
+        let mut p = Parser::new_at(rhs, true, 1, 1)?;
+        let e = p.expression()?;
+        p.finish()?;
+        Ok(e)
+    }
+
+    #[test]
+    fn simple_literals_read_as_the_parser_reads_them() {
+        let read = [
+            " 0",
+            " 7",
+            " -7",
+            " -0",
+            "\t42\t",
+            " 123456789012345678",
+            " -123456789012345678",
+            " 0.5",
+            " -0.25",
+            " 3.450000",
+            " 10.0",
+            " \"\"",
+            " \"slot1@host\"",
+            " \"<10.0.0.1:9618?addrs=10.0.0.1-9618&noUDP>\"",
+            " \"caf\u{e9}\"",
+            " true",
+            " FALSE",
+            " True ",
+        ];
+        for rhs in read {
+            let fast = simple_literal(rhs).unwrap_or_else(|| panic!("{rhs:?} is simple"));
+            let slow = parsed(rhs).unwrap_or_else(|e| panic!("{rhs:?}: {e}"));
+            assert!(
+                Expr::Lit(fast.clone()).same_as(&slow),
+                "{rhs:?}: {fast:?} vs {slow:?}"
+            );
+            assert!(matches!(slow, Expr::Lit(_)), "{rhs:?}");
+        }
+        // Everything else goes to the parser: errors (octal, `5.`, unclosed), escapes,
+        // concatenations, exponents, overflow, words, expressions, comments, odd spaces.
+        let left = [
+            " 017",
+            " 08",
+            " 5.",
+            " 1e5",
+            " 1.5e3",
+            " .5",
+            " +5",
+            " 1234567890123456789",
+            " 99999999999999999999",
+            " \"a\\\"b\"",
+            " \"a\\\\\"",
+            " \"a\" \"b\"",
+            " \"a",
+            " \"a\"b",
+            " undefined",
+            " error",
+            " truex",
+            " x",
+            " 1 + 2",
+            " -",
+            " 5 // c",
+            " 5\r",
+            " \u{a0}5",
+            " \"\0\"",
+            "",
+        ];
+        for rhs in left {
+            assert!(
+                simple_literal(rhs).is_none(),
+                "{rhs:?} must be left to the parser"
+            );
+        }
+    }
+
+    #[test]
+    fn random_right_hand_sides_read_without_the_lexer_only_as_the_parser_reads_them() {
+        // Short texts over the bytes that matter to literals (LCG, fixed seed): whenever the
+        // fast path reads one, the parser must read the same literal.
+        const ALPHABET: &[u8] = b"0123456789-.+eE\" \t\\xtrueTRUEfalsFALS#/*";
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let (mut fast, mut total) = (0, 0);
+        for _ in 0..50_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let len = (x >> 60) as usize + 1;
+            let mut t = String::new();
+            for k in 0..len {
+                let r = x.rotate_left(7 * k as u32 + 3) ^ (k as u64).wrapping_mul(0x9e37_79b9);
+                t.push(ALPHABET[(r % ALPHABET.len() as u64) as usize] as char);
+            }
+            total += 1;
+            if let Some(v) = simple_literal(&t) {
+                fast += 1;
+                let slow = parsed(&t).unwrap_or_else(|e| panic!("{t:?} read as {v:?}: {e}"));
+                assert!(
+                    Expr::Lit(v.clone()).same_as(&slow),
+                    "{t:?}: {v:?} vs {slow:?}"
+                );
+            }
+        }
+        assert!(
+            fast > 500 && fast < total,
+            "{fast} of {total} read by the fast path"
+        );
+    }
+
+    #[test]
+    fn an_ad_built_from_its_lines_equals_one_built_by_inserts() {
+        let text = "A = 1\nb = \"x\"\na = 2\nC = B + 1\nB = 3\n";
+        let ads = parse_old_ads_strict(text).expect("parses");
+        let mut by_insert = ClassAd::new();
+        for (k, v) in [
+            ("A", "1"),
+            ("b", "\"x\""),
+            ("a", "2"),
+            ("C", "B + 1"),
+            ("B", "3"),
+        ] {
+            by_insert.insert_expr_str(k, v).expect("parses");
+        }
+        assert_eq!(ads, vec![by_insert.clone()]);
+        // Later lines replace earlier ones and keep the first spelling, in first order.
+        assert_eq!(ads[0].to_old_syntax(), by_insert.to_old_syntax());
+        assert_eq!(ads[0].to_old_syntax(), "A = 2\nb = 3\nC = B + 1\n");
+    }
 }

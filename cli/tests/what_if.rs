@@ -232,3 +232,33 @@ fn real_htcondor_dumps_reproduce_the_real_negotiator() {
         );
     }
 }
+
+/// Dumps big enough to be read in pieces on several threads: a bad line late in each is still
+/// reported with its ad and line counted from the start of its file, slots first.
+#[test]
+fn bad_line_deep_in_a_big_dump_names_its_ad_and_line() {
+    let d = dir("big");
+    // 14 lines per slot ad (13 attributes and the blank line): 4,000 ads, about 1 MB.
+    let mut slots = slots_dump(4000);
+    let at = slots
+        .match_indices("MyType")
+        .nth(3499)
+        .map(|(i, _)| i)
+        .unwrap();
+    slots.insert_str(at, "Memory = (2048 *\n");
+    std::fs::write(d.join("slots"), &slots).unwrap();
+    let mut jobs = jobs_dump("a", 1, 4000, "");
+    jobs.push_str("Bad = 08\n");
+    std::fs::write(d.join("jobs"), &jobs).unwrap();
+    std::fs::write(d.join("good-slots"), slots_dump(4000)).unwrap();
+    let p = |f: &str| d.join(f).display().to_string();
+    let (code, _, err) = cmctl(&["what-if", "--slots", &p("slots"), "--jobs", &p("jobs")]);
+    assert_eq!(code, 2);
+    let want = format!("{}: ad 3500 (line {}, column ", p("slots"), 3499 * 14 + 1);
+    assert!(err.contains(&want), "{err}");
+    let (code, _, err) = cmctl(&["what-if", "--slots", &p("good-slots"), "--jobs", &p("jobs")]);
+    assert_eq!(code, 2);
+    // 11 lines per job ad: the bad line is the first after the last ad.
+    let want = format!("{}: ad 4001 (line {}, column 7)", p("jobs"), 4000 * 11 + 1);
+    assert!(err.contains(&want), "{err}");
+}

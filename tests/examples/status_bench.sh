@@ -94,18 +94,8 @@ PY
 held=$("$bin/cmctl" status -af Name | wc -l)
 echo "CM holds $held slot ads; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# Median wall time of RUNS runs of a command, output discarded.
-median() {
-  local t=()
-  for _ in $(seq "$runs"); do
-    local s e
-    s=$(date +%s.%N)
-    "$@" >/dev/null
-    e=$(date +%s.%N)
-    t+=("$(echo "$e - $s" | bc)")
-  done
-  printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}'
-}
+# median CMD...: wall time of $runs runs.
+source "$here/scripts/median.sh"
 
 while IFS='|' read -r label args; do
   read -ra a <<<"$args"
