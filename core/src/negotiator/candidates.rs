@@ -8,8 +8,18 @@
 //! candidates into a MatchList (MatchListType::add_candidate, sort_compare) from which later
 //! requests of the same autocluster, submitter and `only_for_startdrank` pop
 //! (pop_candidate); negotiateWithGroup drops the list at each pie spin (DeleteMatchList). Here:
-//! * a pair is evaluated once per (autocluster, slot class) ([`Caches::pair`]): slots of a
-//!   class are identical for every significant attribute, so they match, rank and cost alike;
+//! * a pair is evaluated once per (job class, slot class) ([`Caches::pair`]): slots of a
+//!   class are identical for every significant attribute, so they match, rank and cost alike,
+//!   and so do the autoclusters of a job class ([`super::tables::AutoCluster::class`]: the
+//!   submitters' autoclusters that agree on every significant attribute), which matters when
+//!   slots are all different (real startds advertise their own `Disk`, `KFlops`, `Mips`...)
+//!   and classes of slots no longer collapse;
+//! * without claimed slots or a consumption policy, the candidates of a job class are sorted
+//!   once ([`Order`]), and each of its autoclusters walks that order ([`Walk`]) from the first
+//!   class with a slot left, classes with equal keys put in the order of their first slot left
+//!   when the autocluster first asks, as sorting its own list then would (`build` is then run
+//!   once per job class instead of once per autocluster: sorting every class of a
+//!   heterogeneous pool for each autocluster was most of such a cycle);
 //! * an autocluster's candidates are built as buckets of slots with identical sort keys (a
 //!   whole class of idle slots, or one claimed slot), best first and, for equal keys, in input
 //!   order (HTCondor keeps the first best slot in collector order);
@@ -175,12 +185,45 @@ struct MatchList {
     turned_away: Miss,
 }
 
+/// The idle candidates of one job class, best first: each class of idle slots that matches,
+/// with its sort keys, as [`Caches::build`] sorted them for the job class's first request.
+/// Without claimed slots or a consumption policy slots are only ever taken, so the list any
+/// later request of the job class would build is this one without the classes left with no
+/// slot and, among classes with equal keys, the first live slot first (see [`Walk`]): the
+/// autoclusters of a job class share one evaluation of the pool.
+struct Order {
+    /// (keys, slot class), best keys first.
+    entries: Vec<([f64; 5], u32)>,
+    /// Some adjacent entries have equal keys.
+    ties: bool,
+    /// Per entry, the smallest SlotWeight of any slot of the classes from the start of its
+    /// run of equal keys to the end: a request the submitter limit turns away at that weight
+    /// is turned away by every class left, whatever order its walk has them in.
+    floor: Vec<f64>,
+}
+
+/// One autocluster's walk of its job class's [`Order`].
+struct Walk {
+    order: Rc<Order>,
+    /// With ties, its own sequence of the order's entries: equal keys sorted by their first
+    /// live slot as of the autocluster's first request, as the list [`Caches::build`] would
+    /// have built then has them. `None`: the order's own sequence.
+    seq: Option<Vec<u32>>,
+    /// Entries before this one have no slot left.
+    head: usize,
+}
+
 /// What the cycle remembers only to go faster (and the turn's match list).
 #[derive(Default)]
 pub(super) struct Caches {
-    /// Per (autocluster, slot class): the pair's evaluation, `None` if they do not match.
+    /// Per (job class, slot class): the pair's evaluation, `None` if they do not match.
     pairs: HashMap<(usize, usize), Option<PairEval>, FxBuild>,
-    /// Per autocluster: its candidate buckets, best first (pools without a consumption
+    /// Per job class: its idle candidate classes, best first (pools without claimed slots or
+    /// a consumption policy); `None` when its keys cannot be ordered (NaN).
+    orders: HashMap<usize, Option<Rc<Order>>, FxBuild>,
+    /// Per autocluster: its walk of its job class's order.
+    walks: HashMap<usize, Walk, FxBuild>,
+    /// Per autocluster: its candidate buckets, best first (other pools without a consumption
     /// policy).
     lists: HashMap<usize, Vec<Bucket>, FxBuild>,
     /// Per autocluster: the job ad as matched.
@@ -190,6 +233,10 @@ pub(super) struct Caches {
     /// The match list of the current turn (pools with a consumption policy). Not a cache:
     /// it keeps the order split slots went back in.
     match_list: Option<MatchList>,
+    /// Build and sort each autocluster's candidates on its own, sharing no [`Order`] (the
+    /// straightforward path the tests compare the shared one with).
+    #[cfg(test)]
+    pub per_autocluster: bool,
 }
 
 impl Caches {
@@ -197,6 +244,8 @@ impl Caches {
     pub fn clear(&mut self) {
         self.job_views.clear();
         self.pairs.clear();
+        self.orders.clear();
+        self.walks.clear();
         self.lists.clear();
     }
 
@@ -241,7 +290,7 @@ impl Caches {
 
     /// The evaluation of the request's autocluster with slot `si`'s class.
     fn pair(&mut self, t: &Tables, st: &State, ask: &Ask, si: usize) -> Option<PairEval> {
-        let key = (ask.ac, st.slots[si].class);
+        let key = (t.acs[ask.ac].class, st.slots[si].class);
         if let Some(v) = self.pairs.get(&key) {
             return v.clone();
         }
@@ -262,13 +311,26 @@ impl Caches {
         })
     }
 
+    /// The index in its member list of the first slot of class `class` (of slots only ever
+    /// taken) not taken yet, the class's cursor moved up to it; `None` when none is left.
+    fn class_live(&mut self, st: &State, class: usize) -> Option<usize> {
+        if self.class_first.len() <= class {
+            self.class_first
+                .resize(st.class_members.len().max(class + 1), 0);
+        }
+        let list = &st.class_members[class];
+        let mut c = self.class_first[class];
+        while c < list.len() && st.slots[list[c] as usize].taken {
+            c += 1;
+        }
+        self.class_first[class] = c;
+        (c < list.len()).then_some(c)
+    }
+
     /// Every slot the request's autocluster may take, in buckets, best first.
     fn build(&mut self, t: &Tables, st: &State, ask: &Ask) -> Vec<Bucket> {
         let mut out = Vec::new();
         let n_classes = st.class_members.len();
-        if self.class_first.len() < n_classes {
-            self.class_first.resize(n_classes, 0);
-        }
         for class in 0..n_classes {
             let list = &st.class_members[class];
             let Some(&first) = list.first() else {
@@ -278,11 +340,7 @@ impl Caches {
                 // Never taken, but the class's list changes as slots are split.
                 (Rc::new(list.to_vec()), 0)
             } else {
-                let mut c = self.class_first[class];
-                while c < list.len() && st.slots[list[c] as usize].taken {
-                    c += 1;
-                }
-                self.class_first[class] = c;
+                let c = self.class_live(st, class).unwrap_or(list.len());
                 (Rc::clone(list), c)
             };
             let Some(&rep) = members.get(cursor) else {
@@ -382,6 +440,15 @@ impl Caches {
         if t.has_cp {
             return self.pick_from_match_list(t, st, ask);
         }
+        #[cfg(test)]
+        let shared = !self.per_autocluster;
+        #[cfg(not(test))]
+        let shared = true;
+        if shared && t.busy.is_empty() {
+            if let Some(picked) = self.pick_from_order(t, st, ask) {
+                return picked;
+            }
+        }
         let ac = ask.ac;
         if !self.lists.contains_key(&ac) {
             let l = self.build(t, st, ask);
@@ -418,6 +485,164 @@ impl Caches {
         }
         self.lists.insert(ac, list);
         chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss)
+    }
+
+    /// The job class's [`Order`], built by the first request of the class that asks; `None`
+    /// when some key is NaN (the order is then not a total one, and each autocluster's list is
+    /// built and sorted on its own as before).
+    fn order(&mut self, t: &Tables, st: &State, ask: &Ask) -> Option<Rc<Order>> {
+        let jc = t.acs[ask.ac].class;
+        if let Some(o) = self.orders.get(&jc) {
+            return o.clone();
+        }
+        let buckets = self.build(t, st, ask);
+        let entries: Vec<([f64; 5], u32)> =
+            buckets.iter().map(|b| (b.keys, b.class as u32)).collect();
+        let order = if entries.iter().any(|(k, _)| k.iter().any(|x| x.is_nan())) {
+            None
+        } else {
+            let ties = entries
+                .windows(2)
+                .any(|w| keys_cmp(&w[0].0, &w[1].0) == Ordering::Equal);
+            let mut floor = vec![f64::INFINITY; entries.len()];
+            let mut below = f64::INFINITY;
+            let mut run_end = entries.len();
+            for i in (0..entries.len()).rev() {
+                let class = entries[i].1 as usize;
+                for &si in st.class_members[class].iter() {
+                    below = below.min(t.slots[si as usize].weight);
+                }
+                let run_starts =
+                    i == 0 || keys_cmp(&entries[i - 1].0, &entries[i].0) != Ordering::Equal;
+                if run_starts {
+                    floor[i..run_end].fill(below);
+                    run_end = i;
+                }
+            }
+            Some(Rc::new(Order {
+                entries,
+                ties,
+                floor,
+            }))
+        };
+        self.orders.insert(jc, order.clone());
+        order
+    }
+
+    /// The autocluster's walk of its job class's order, begun at its first request: where
+    /// entries have equal keys, they are put in the order of their first live slot now (an
+    /// entry with none left goes last among them).
+    fn walk(&mut self, t: &Tables, st: &State, ask: &Ask) -> Option<Walk> {
+        if let Some(w) = self.walks.remove(&ask.ac) {
+            return Some(w);
+        }
+        let order = self.order(t, st, ask)?;
+        let seq = if order.ties {
+            let n = order.entries.len();
+            let mut seq: Vec<u32> = (0..n as u32).collect();
+            let mut start = 0;
+            while start < n {
+                let mut end = start + 1;
+                while end < n
+                    && keys_cmp(&order.entries[start].0, &order.entries[end].0) == Ordering::Equal
+                {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    let first = |c: &mut Self, e: u32| {
+                        let class = order.entries[e as usize].1 as usize;
+                        c.class_live(st, class)
+                            .map_or(u32::MAX, |i| st.class_members[class][i])
+                    };
+                    let mut run: Vec<(u32, u32)> = seq[start..end]
+                        .iter()
+                        .map(|&e| (first(self, e), e))
+                        .collect();
+                    run.sort_unstable();
+                    for (slot, (_, e)) in seq[start..end].iter_mut().zip(run) {
+                        *slot = e;
+                    }
+                }
+                start = end;
+            }
+            Some(seq)
+        } else {
+            None
+        };
+        Some(Walk {
+            order,
+            seq,
+            head: 0,
+        })
+    }
+
+    /// [`Caches::pick`] for a pool whose slots are all idle and only ever taken: the request's
+    /// autocluster walks its job class's order from the first entry with a slot left, passing
+    /// over candidates the budget or a concurrency limit turns away. `None` when the job
+    /// class has no shared order.
+    fn pick_from_order(
+        &mut self,
+        t: &Tables,
+        st: &State,
+        ask: &Ask,
+    ) -> Option<Result<Choice, Miss>> {
+        let mut miss = Miss::default();
+        // only_for_startdrank skips every unclaimed slot.
+        if ask.only_rank {
+            return Some(Err(miss));
+        }
+        let mut walk = self.walk(t, st, ask)?;
+        let mut chosen = None;
+        let n = walk.order.entries.len();
+        'entries: for pos in walk.head..n {
+            let e = walk.seq.as_ref().map_or(pos, |s| s[pos] as usize);
+            let class = walk.order.entries[e].1 as usize;
+            let Some(first) = self.class_live(st, class) else {
+                if pos == walk.head {
+                    walk.head += 1;
+                }
+                continue;
+            };
+            // Turned away here at the smallest weight left, every class left turns the
+            // request away for the submitter limit (admits() only gets stricter as the
+            // weight grows), as walking them would find.
+            if !ask
+                .budget
+                .admits(MatchReason::NoPreemption, walk.order.floor[pos], ask.cached)
+            {
+                miss.limit = true;
+                break;
+            }
+            let members = &st.class_members[class];
+            // The submitter limit first, as admit() checks it: a slot taken whole costs its
+            // SlotWeight, the same for the whole class. A request over its limit passes over
+            // every class, so this saves a pair lookup per class.
+            let weight = t.slots[members[first] as usize].weight;
+            if !ask
+                .budget
+                .admits(MatchReason::NoPreemption, weight, ask.cached)
+            {
+                miss.limit = true;
+                continue;
+            }
+            for &si in &members[first..] {
+                let si = si as usize;
+                if st.slots[si].taken {
+                    continue;
+                }
+                match self.admit(t, st, ask, si, MatchReason::NoPreemption, &mut miss) {
+                    Admit::Take(c) => {
+                        chosen = Some(c);
+                        break 'entries;
+                    }
+                    // Every slot of this class costs the same.
+                    Admit::Limit => break,
+                    Admit::Skip => {}
+                }
+            }
+        }
+        self.walks.insert(ask.ac, walk);
+        Some(chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss))
     }
 
     /// matchmakingAlgorithm with slots that change during the cycle: a fresh scan (the first

@@ -196,13 +196,15 @@ pub(crate) fn view_key<'e>(view: impl Iterator<Item = Option<&'e Expr>>, extra: 
     h.finish()
 }
 
-/// A class's representative expressions (one per significant name) and the class id.
-type ClassRep = (Vec<Option<Expr>>, usize);
+/// A class's representative expressions (one per significant name), its extra key and the
+/// class id.
+type ClassRep = (Vec<Option<Expr>>, u64, usize);
 
-/// Interning of slot ads into classes: slots that agree on every significant name (and the
-/// partitionable flag) sort and match alike, so candidates are evaluated once per class.
-/// `(hash) -> [(representative's expressions, class id)]`; a hash hit is confirmed name by
-/// name, so a class never mixes different slots.
+/// Interning of ads into classes: slots that agree on every significant name (and the
+/// partitionable flag) sort and match alike, so candidates are evaluated once per class; so do
+/// autoclusters that agree on them (job classes, see [`super::tables::AutoCluster::class`]).
+/// `(hash) -> [(representative's expressions, extra key, class id)]`; a hash hit is confirmed
+/// name by name and on the extra key, so a class never mixes different ads.
 #[derive(Default)]
 pub(crate) struct Interner {
     map: HashMap<u64, Vec<ClassRep>>,
@@ -223,19 +225,20 @@ impl Interner {
     pub fn intern_view(&mut self, view: &[Option<&Expr>], extra: u64) -> usize {
         let k = view_key(view.iter().copied(), extra);
         let bucket = self.map.entry(k).or_default();
-        for (rep, id) in bucket.iter() {
-            let same = rep.iter().zip(view).all(|(x, y)| match (x, y) {
-                (Some(x), Some(y)) => x.same_as(y),
-                (None, None) => true,
-                _ => false,
-            });
+        for (rep, rep_extra, id) in bucket.iter() {
+            let same = *rep_extra == extra
+                && rep.iter().zip(view).all(|(x, y)| match (x, y) {
+                    (Some(x), Some(y)) => x.same_as(y),
+                    (None, None) => true,
+                    _ => false,
+                });
             if same {
                 return *id;
             }
         }
         let id = self.count;
         self.count += 1;
-        bucket.push((view.iter().map(|e| e.cloned()).collect(), id));
+        bucket.push((view.iter().map(|e| e.cloned()).collect(), extra, id));
         id
     }
 }
@@ -275,6 +278,16 @@ impl<'e> AcTable<'e> {
 
     pub fn len(&self) -> usize {
         self.submitter.len()
+    }
+
+    /// Autocluster `id`'s representative expression for each significant name.
+    pub fn view(&self, id: usize) -> &[Option<&'e Expr>] {
+        &self.views[id * self.stride..(id + 1) * self.stride]
+    }
+
+    /// The fingerprint of autocluster `id`'s non-literal attributes.
+    pub fn fingerprint(&self, id: usize) -> u64 {
+        self.fingerprint[id]
     }
 
     /// Autocluster of a job (a new one is numbered `len()`), and whether it is new. `view`

@@ -30,6 +30,8 @@ pub mod config;
 mod cycle;
 mod figures;
 mod groups;
+#[cfg(test)]
+mod job_class_tests;
 mod keys;
 pub mod limits;
 mod matchmaking;

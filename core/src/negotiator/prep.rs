@@ -316,15 +316,34 @@ pub(super) fn prepare<'a>(
         });
         fps.push(fp);
     }
-    // Representatives: the first job of each autocluster, in input order.
+    // Representatives: the first job of each autocluster, in input order (the order the
+    // autocluster table numbered them in).
     let mut reps = vec![usize::MAX; acs.len()];
     let mut autoclusters = Vec::new();
+    // Job classes: autoclusters of any submitter that agree on every significant name and on
+    // their non-literal attributes match and rank alike, unless an expression reads the
+    // `Submitter*` attributes negotiate() gives each submitter's requests.
+    let per_submitter = names
+        .iter()
+        .any(|n| n.starts_with("submitter") && n != "submitter");
+    let mut job_classes = Interner::default();
     for j in &jobs {
         if reps[j.ac] == usize::MAX {
             reps[j.ac] = j.index;
+            debug_assert_eq!(
+                autoclusters.len(),
+                j.ac,
+                "autoclusters are numbered in job order"
+            );
+            let class = if per_submitter {
+                j.ac
+            } else {
+                job_classes.intern_view(acs.view(j.ac), acs.fingerprint(j.ac))
+            };
             autoclusters.push(AutoCluster {
                 rep: j.index,
                 submitter: j.submitter,
+                class,
             });
         }
     }

@@ -125,4 +125,10 @@ pub(super) struct AutoCluster {
     /// Index into the input job list of the representative job.
     pub rep: usize,
     pub submitter: usize,
+    /// Its job class: autoclusters (of any submitter) whose representatives agree on every
+    /// significant name and every non-literal attribute, so that they match, rank and cost
+    /// alike against any slot and share pair evaluations and candidate orders (see
+    /// [`super::candidates`]). Each autocluster is a class of its own when some expression
+    /// reads the `Submitter*` attributes of the job as matched.
+    pub class: usize,
 }
