@@ -48,9 +48,11 @@
 use super::keys::FxBuild;
 use super::limits::parse_limits;
 use super::matchmaking::{
-    eval_pair, match_cost, preempt_state, startd_carve, Budget, Consumption, PairEval,
+    eval_match, eval_slot_side, match_cost, preempt_state, startd_carve, Budget, Consumption,
+    PairEval, SlotSide,
 };
 use super::outcome::MatchReason;
+use super::spread;
 use super::state::State;
 use super::tables::{JobLimits, Tables};
 use classad::{ClassAd, Value};
@@ -218,6 +220,9 @@ struct Walk {
 pub(super) struct Caches {
     /// Per (job class, slot class): the pair's evaluation, `None` if they do not match.
     pairs: HashMap<(usize, usize), Option<PairEval>, FxBuild>,
+    /// Per (slot-side expression, autoclusters agreeing on what it reads), per slot class:
+    /// its value, once evaluated (see [`super::tables::AutoCluster::slot_side`]).
+    slot_sides: HashMap<(SlotSide, usize), Vec<Option<Option<f64>>>, FxBuild>,
     /// Per job class: its idle candidate classes, best first (pools without claimed slots or
     /// a consumption policy); `None` when its keys cannot be ordered (NaN).
     orders: HashMap<usize, Option<Rc<Order>>, FxBuild>,
@@ -230,6 +235,8 @@ pub(super) struct Caches {
     job_views: HashMap<usize, ClassAd, FxBuild>,
     /// Per class of slots only ever taken: members before this index are taken.
     class_first: Vec<usize>,
+    /// Per class of slots only ever taken: every member is taken.
+    class_gone: Vec<bool>,
     /// The match list of the current turn (pools with a consumption policy). Not a cache:
     /// it keeps the order split slots went back in.
     match_list: Option<MatchList>,
@@ -244,6 +251,7 @@ impl Caches {
     pub fn clear(&mut self) {
         self.job_views.clear();
         self.pairs.clear();
+        self.slot_sides.clear();
         self.orders.clear();
         self.walks.clear();
         self.lists.clear();
@@ -294,7 +302,25 @@ impl Caches {
         if let Some(v) = self.pairs.get(&key) {
             return v.clone();
         }
-        let v = eval_pair(t, st, ask.job, si);
+        let class = key.1;
+        let v = eval_match(t, st, ask.job, si).map(|(job_rank, consumption)| {
+            let [pre, post, slot_rank] = SlotSide::ALL.map(|which| {
+                let by = t.acs[ask.ac].slot_side[which as usize];
+                let known = self.slot_sides.entry((which, by)).or_default();
+                if known.len() <= class {
+                    known.resize(st.class_members.len().max(class + 1), None);
+                }
+                *known[class]
+                    .get_or_insert_with(|| eval_slot_side(t.cfg, &st.slots[si].ad, ask.job, which))
+            });
+            PairEval {
+                job_rank,
+                pre: pre.unwrap_or(-f64::MAX),
+                post: post.unwrap_or(-f64::MAX),
+                slot_rank,
+                consumption,
+            }
+        });
         self.pairs.insert(key, v.clone());
         v
     }
@@ -315,8 +341,14 @@ impl Caches {
     /// taken) not taken yet, the class's cursor moved up to it; `None` when none is left.
     fn class_live(&mut self, st: &State, class: usize) -> Option<usize> {
         if self.class_first.len() <= class {
-            self.class_first
-                .resize(st.class_members.len().max(class + 1), 0);
+            let n = st.class_members.len().max(class + 1);
+            self.class_first.resize(n, 0);
+            self.class_gone.resize(n, false);
+        }
+        // Walks pass over classes taken by other autoclusters again and again: a dense flag
+        // answers them without reaching for the slots.
+        if self.class_gone[class] {
+            return None;
         }
         let list = &st.class_members[class];
         let mut c = self.class_first[class];
@@ -324,6 +356,7 @@ impl Caches {
             c += 1;
         }
         self.class_first[class] = c;
+        self.class_gone[class] = c == list.len();
         (c < list.len()).then_some(c)
     }
 
@@ -487,6 +520,65 @@ impl Caches {
         chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss)
     }
 
+    /// The pairs [`Caches::build`] is about to evaluate for the request's job class (the first
+    /// live slot of each class of idle slots without a consumption policy, not evaluated yet),
+    /// evaluated on every core ([`spread`]) and cached, when there are enough of them.
+    fn prefetch(&mut self, t: &Tables, st: &State, ask: &Ask) {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if threads < 2 || st.class_members.len() < 2 * spread::MIN_PAIRS_PER_THREAD {
+            return;
+        }
+        let jc = t.acs[ask.ac].class;
+        let by = t.acs[ask.ac].slot_side;
+        let mut classes = Vec::new();
+        let mut asks = Vec::new();
+        for class in 0..st.class_members.len() {
+            let list = &st.class_members[class];
+            let Some(&first) = list.first() else {
+                continue;
+            };
+            if t.slots[first as usize].cp.is_some() || self.pairs.contains_key(&(jc, class)) {
+                continue;
+            }
+            let Some(c) = self.class_live(st, class) else {
+                continue;
+            };
+            let need = SlotSide::ALL.map(|w| {
+                self.slot_sides
+                    .get(&(w, by[w as usize]))
+                    .and_then(|known| known.get(class))
+                    .is_none_or(|v| v.is_none())
+            });
+            classes.push(class);
+            asks.push((list[c] as usize, need));
+        }
+        let Some(answers) = spread::eval_pairs(t.cfg, ask.job, &st.slots, &asks, threads) else {
+            return;
+        };
+        for (class, answer) in classes.into_iter().zip(answers) {
+            let pe = answer.map(|(job_rank, sides)| {
+                let [pre, post, slot_rank] = SlotSide::ALL.map(|w| {
+                    let known = self.slot_sides.entry((w, by[w as usize])).or_default();
+                    if known.len() <= class {
+                        known.resize(st.class_members.len().max(class + 1), None);
+                    }
+                    if let Some(v) = sides[w as usize] {
+                        known[class] = Some(v);
+                    }
+                    known[class].flatten()
+                });
+                PairEval {
+                    job_rank,
+                    pre: pre.unwrap_or(-f64::MAX),
+                    post: post.unwrap_or(-f64::MAX),
+                    slot_rank,
+                    consumption: None,
+                }
+            });
+            self.pairs.insert((jc, class), pe);
+        }
+    }
+
     /// The job class's [`Order`], built by the first request of the class that asks; `None`
     /// when some key is NaN (the order is then not a total one, and each autocluster's list is
     /// built and sorted on its own as before).
@@ -495,6 +587,7 @@ impl Caches {
         if let Some(o) = self.orders.get(&jc) {
             return o.clone();
         }
+        self.prefetch(t, st, ask);
         let buckets = self.build(t, st, ask);
         let entries: Vec<([f64; 5], u32)> =
             buckets.iter().map(|b| (b.keys, b.class as u32)).collect();

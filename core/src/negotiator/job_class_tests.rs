@@ -14,8 +14,9 @@ use classad::{ClassAd, Value};
 /// The cycle's time.
 const NOW: i64 = 1_700_100_000;
 
-/// [`negotiate`] the straightforward way: every autocluster is a job class of its own and
-/// builds and sorts its candidates itself, as the cycle did before job classes.
+/// [`negotiate`] the straightforward way: every autocluster is a job class of its own, evaluates
+/// every expression of a pair itself and builds and sorts its candidates itself, as the cycle
+/// did before job classes.
 fn negotiate_per_autocluster(
     input: &NegotiationInput,
     a: &Accountant,
@@ -24,6 +25,7 @@ fn negotiate_per_autocluster(
     let mut c = Cycle::new(input, a, c, NOW);
     for (i, ac) in c.tables.acs.iter_mut().enumerate() {
         ac.class = i;
+        ac.slot_side = [i; 3];
     }
     c.caches.per_autocluster = true;
     c.run();
@@ -356,4 +358,25 @@ fn tied_classes_are_walked_by_their_first_slot_left() {
         o.rejections
     );
     assert_eq!(o, negotiate_per_autocluster(&input, &acct, &cfg));
+}
+
+/// A pool large enough that a job class's pairs are evaluated on several threads
+/// ([`super::spread`]) gives the same outcome as the single-threaded per-autocluster path.
+#[test]
+fn large_heterogeneous_pool_spread_over_threads_matches_as_per_autocluster() {
+    let shape = Shape {
+        ties: false,
+        preemption: false,
+        groups: false,
+    };
+    let mut r = Seq(2026);
+    let n_subs = 4;
+    let slots = (0..2100).map(|i| slot(&mut r, i, shape, n_subs)).collect();
+    let jobs = (0..40).map(|j| job(&mut r, j, shape, n_subs)).collect();
+    let input = NegotiationInput { slots, jobs };
+    let cfg = NegotiatorConfig::default();
+    let acct = Accountant::new(cfg.accountant.clone());
+    let reference = negotiate_per_autocluster(&input, &acct, &cfg);
+    assert!(reference.matches.len() > 20);
+    assert_eq!(negotiate(&input, &acct, &cfg, NOW), reference);
 }

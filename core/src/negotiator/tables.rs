@@ -131,4 +131,11 @@ pub(super) struct AutoCluster {
     /// [`super::candidates`]). Each autocluster is a class of its own when some expression
     /// reads the `Submitter*` attributes of the job as matched.
     pub class: usize,
+    /// Per slot-side expression ([`super::matchmaking::SlotSide`]: `NEGOTIATOR_PRE_JOB_RANK`,
+    /// `NEGOTIATOR_POST_JOB_RANK`, the slot's `Rank`), which autoclusters share its value
+    /// against a slot class: those whose representatives agree on every name the expression
+    /// can read, its references closed through every ad (usually all autoclusters for the
+    /// negotiator's ranks, which read only the slot). The job class when some name it can
+    /// read is not significant.
+    pub slot_side: [usize; 3],
 }
