@@ -110,6 +110,17 @@ fn unclaimed_keys(pe: &PairEval) -> [f64; 5] {
     ]
 }
 
+/// The first position from `i` on that may have a slot left (see [`Caches::open`]),
+/// shortening the path on the way.
+fn next_open(open: &mut [u32], mut i: usize) -> usize {
+    while open[i] as usize != i {
+        let next = open[open[i] as usize];
+        open[i] = next;
+        i = next as usize;
+    }
+    i
+}
+
 fn keys_cmp(a: &[f64; 5], b: &[f64; 5]) -> Ordering {
     for i in 0..5 {
         match a[i].partial_cmp(&b[i]).unwrap_or(Ordering::Equal) {
@@ -196,8 +207,11 @@ struct MatchList {
 struct Order {
     /// (keys, slot class), best keys first.
     entries: Vec<([f64; 5], u32)>,
-    /// Some adjacent entries have equal keys.
-    ties: bool,
+    /// The runs of entries with equal keys (more than one entry each): start and end.
+    runs: Vec<(usize, usize)>,
+    /// Per entry, whether it is in such a run: entries that are not stand at the same place
+    /// in every walk of the order.
+    tied: Vec<bool>,
     /// Per entry, the smallest SlotWeight of any slot of the classes from the start of its
     /// run of equal keys to the end: a request the submitter limit turns away at that weight
     /// is turned away by every class left, whatever order its walk has them in.
@@ -207,9 +221,9 @@ struct Order {
 /// One autocluster's walk of its job class's [`Order`].
 struct Walk {
     order: Rc<Order>,
-    /// With ties, its own sequence of the order's entries: equal keys sorted by their first
-    /// live slot as of the autocluster's first request, as the list [`Caches::build`] would
-    /// have built then has them. `None`: the order's own sequence.
+    /// With runs of equal keys, its own sequence of the order's entries: each run sorted by
+    /// first live slot as of the autocluster's first request, as the list [`Caches::build`]
+    /// would have built then has them. `None`: the order's own sequence.
     seq: Option<Vec<u32>>,
     /// Entries before this one have no slot left.
     head: usize,
@@ -228,6 +242,12 @@ pub(super) struct Caches {
     orders: HashMap<usize, Option<Rc<Order>>, FxBuild>,
     /// Per autocluster: its walk of its job class's order.
     walks: HashMap<usize, Walk, FxBuild>,
+    /// Per job class, per position of its order (and one past the end): itself while the
+    /// entry there may have a slot left, else a later position to look at instead
+    /// ([`next_open`]). Only entries outside runs of equal keys are closed, as they stand at
+    /// the same position in every walk: the autoclusters of a job class pass over a class
+    /// taken by others once between them, not once each.
+    open: HashMap<usize, Vec<u32>, FxBuild>,
     /// Per autocluster: its candidate buckets, best first (other pools without a consumption
     /// policy).
     lists: HashMap<usize, Vec<Bucket>, FxBuild>,
@@ -254,6 +274,7 @@ impl Caches {
         self.slot_sides.clear();
         self.orders.clear();
         self.walks.clear();
+        self.open.clear();
         self.lists.clear();
     }
 
@@ -400,7 +421,7 @@ impl Caches {
         // Best keys first; equal keys in input order of their first slot (HTCondor keeps the
         // first best slot it sees in collector order).
         out.sort_by(|a, b| {
-            keys_cmp(&b.keys, &a.keys).then(a.slots[a.cursor].cmp(&b.slots[b.cursor]))
+            keys_cmp(&b.keys, &a.keys).then_with(|| a.slots[a.cursor].cmp(&b.slots[b.cursor]))
         });
         out
     }
@@ -594,9 +615,22 @@ impl Caches {
         let order = if entries.iter().any(|(k, _)| k.iter().any(|x| x.is_nan())) {
             None
         } else {
-            let ties = entries
-                .windows(2)
-                .any(|w| keys_cmp(&w[0].0, &w[1].0) == Ordering::Equal);
+            let mut runs = Vec::new();
+            let mut tied = vec![false; entries.len()];
+            let mut start = 0;
+            while start < entries.len() {
+                let mut end = start + 1;
+                while end < entries.len()
+                    && keys_cmp(&entries[start].0, &entries[end].0) == Ordering::Equal
+                {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    runs.push((start, end));
+                    tied[start..end].fill(true);
+                }
+                start = end;
+            }
             let mut floor = vec![f64::INFINITY; entries.len()];
             let mut below = f64::INFINITY;
             let mut run_end = entries.len();
@@ -614,7 +648,8 @@ impl Caches {
             }
             Some(Rc::new(Order {
                 entries,
-                ties,
+                runs,
+                tied,
                 floor,
             }))
         };
@@ -630,37 +665,26 @@ impl Caches {
             return Some(w);
         }
         let order = self.order(t, st, ask)?;
-        let seq = if order.ties {
-            let n = order.entries.len();
-            let mut seq: Vec<u32> = (0..n as u32).collect();
-            let mut start = 0;
-            while start < n {
-                let mut end = start + 1;
-                while end < n
-                    && keys_cmp(&order.entries[start].0, &order.entries[end].0) == Ordering::Equal
-                {
-                    end += 1;
+        let seq = if order.runs.is_empty() {
+            None
+        } else {
+            let mut seq: Vec<u32> = (0..order.entries.len() as u32).collect();
+            for &(start, end) in &order.runs {
+                let first = |c: &mut Self, e: u32| {
+                    let class = order.entries[e as usize].1 as usize;
+                    c.class_live(st, class)
+                        .map_or(u32::MAX, |i| st.class_members[class][i])
+                };
+                let mut run: Vec<(u32, u32)> = seq[start..end]
+                    .iter()
+                    .map(|&e| (first(self, e), e))
+                    .collect();
+                run.sort_unstable();
+                for (slot, (_, e)) in seq[start..end].iter_mut().zip(run) {
+                    *slot = e;
                 }
-                if end - start > 1 {
-                    let first = |c: &mut Self, e: u32| {
-                        let class = order.entries[e as usize].1 as usize;
-                        c.class_live(st, class)
-                            .map_or(u32::MAX, |i| st.class_members[class][i])
-                    };
-                    let mut run: Vec<(u32, u32)> = seq[start..end]
-                        .iter()
-                        .map(|&e| (first(self, e), e))
-                        .collect();
-                    run.sort_unstable();
-                    for (slot, (_, e)) in seq[start..end].iter_mut().zip(run) {
-                        *slot = e;
-                    }
-                }
-                start = end;
             }
             Some(seq)
-        } else {
-            None
         };
         Some(Walk {
             order,
@@ -687,12 +711,24 @@ impl Caches {
         let mut walk = self.walk(t, st, ask)?;
         let mut chosen = None;
         let n = walk.order.entries.len();
-        'entries: for pos in walk.head..n {
-            let e = walk.seq.as_ref().map_or(pos, |s| s[pos] as usize);
+        let jc = t.acs[ask.ac].class;
+        let mut open = self
+            .open
+            .remove(&jc)
+            .unwrap_or_else(|| (0..=n as u32).collect());
+        let mut pos = next_open(&mut open, walk.head);
+        walk.head = pos;
+        'entries: while pos < n {
+            let at = pos;
+            pos = next_open(&mut open, at + 1);
+            let e = walk.seq.as_ref().map_or(at, |s| s[at] as usize);
             let class = walk.order.entries[e].1 as usize;
             let Some(first) = self.class_live(st, class) else {
-                if pos == walk.head {
-                    walk.head += 1;
+                if !walk.order.tied[at] {
+                    open[at] = at as u32 + 1;
+                }
+                if at == walk.head {
+                    walk.head = at + 1;
                 }
                 continue;
             };
@@ -701,7 +737,7 @@ impl Caches {
             // weight grows), as walking them would find.
             if !ask
                 .budget
-                .admits(MatchReason::NoPreemption, walk.order.floor[pos], ask.cached)
+                .admits(MatchReason::NoPreemption, walk.order.floor[at], ask.cached)
             {
                 miss.limit = true;
                 break;
@@ -735,6 +771,7 @@ impl Caches {
             }
         }
         self.walks.insert(ask.ac, walk);
+        self.open.insert(jc, open);
         Some(chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss))
     }
 
