@@ -196,9 +196,19 @@ pub(crate) fn view_key<'e>(view: impl Iterator<Item = Option<&'e Expr>>, extra: 
     h.finish()
 }
 
+/// One expression of a class's representative: a literal (cheap to keep: a number or a shared
+/// string), or a non-literal expression kept once for every class that has it (an index into
+/// [`Interner::shared`]): a heterogeneous pool has a class per slot, all with the same
+/// `Requirements`, and copying each class's expression trees was most of interning them.
+#[derive(Clone)]
+enum RepExpr {
+    Lit(Expr),
+    Shared(u32),
+}
+
 /// A class's representative expressions (one per significant name), its extra key and the
 /// class id.
-type ClassRep = (Vec<Option<Expr>>, u64, usize);
+type ClassRep = (Vec<Option<RepExpr>>, u64, usize);
 
 /// Interning of ads into classes: slots that agree on every significant name (and the
 /// partitionable flag) sort and match alike, so candidates are evaluated once per class; so do
@@ -208,6 +218,10 @@ type ClassRep = (Vec<Option<Expr>>, u64, usize);
 #[derive(Default)]
 pub(crate) struct Interner {
     map: HashMap<u64, Vec<ClassRep>>,
+    /// The distinct non-literal expressions of the representatives.
+    shared: Vec<Expr>,
+    /// Structural hash -> indices into `shared`.
+    shared_by_hash: HashMap<u64, Vec<u32>, FxBuild>,
     pub count: usize,
 }
 
@@ -224,22 +238,42 @@ impl Interner {
     /// Class of an ad whose expressions for the significant names are `view`.
     pub fn intern_view(&mut self, view: &[Option<&Expr>], extra: u64) -> usize {
         let k = view_key(view.iter().copied(), extra);
-        let bucket = self.map.entry(k).or_default();
-        for (rep, rep_extra, id) in bucket.iter() {
-            let same = *rep_extra == extra
-                && rep.iter().zip(view).all(|(x, y)| match (x, y) {
-                    (Some(x), Some(y)) => x.same_as(y),
-                    (None, None) => true,
-                    _ => false,
-                });
-            if same {
-                return *id;
+        if let Some(bucket) = self.map.get(&k) {
+            for (rep, rep_extra, id) in bucket {
+                let same = *rep_extra == extra
+                    && rep.iter().zip(view).all(|(x, y)| match (x, y) {
+                        (Some(RepExpr::Lit(x)), Some(y)) => x.same_as(y),
+                        (Some(RepExpr::Shared(i)), Some(y)) => self.shared[*i as usize].same_as(y),
+                        (None, None) => true,
+                        _ => false,
+                    });
+                if same {
+                    return *id;
+                }
             }
         }
         let id = self.count;
         self.count += 1;
-        bucket.push((view.iter().map(|e| e.cloned()).collect(), extra, id));
+        let rep = view.iter().map(|e| e.map(|e| self.rep_expr(e))).collect();
+        self.map.entry(k).or_default().push((rep, extra, id));
         id
+    }
+
+    /// `e` as a representative keeps it.
+    fn rep_expr(&mut self, e: &Expr) -> RepExpr {
+        if let Expr::Lit(_) = e {
+            return RepExpr::Lit(e.clone());
+        }
+        let mut h = FxHasher::default();
+        hash_expr(e, &mut h);
+        let known = self.shared_by_hash.entry(h.finish()).or_default();
+        if let Some(&i) = known.iter().find(|&&i| self.shared[i as usize].same_as(e)) {
+            return RepExpr::Shared(i);
+        }
+        let i = self.shared.len() as u32;
+        self.shared.push(e.clone());
+        known.push(i);
+        RepExpr::Shared(i)
     }
 }
 
