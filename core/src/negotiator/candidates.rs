@@ -257,6 +257,8 @@ pub(super) struct Caches {
     class_first: Vec<usize>,
     /// Per class of slots only ever taken: every member is taken.
     class_gone: Vec<bool>,
+    /// Every job class's pairs with the slots then left were evaluated at once ([`Caches::prefetch`]).
+    spread_all: bool,
     /// The match list of the current turn (pools with a consumption policy). Not a cache:
     /// it keeps the order split slots went back in.
     match_list: Option<MatchList>,
@@ -272,6 +274,7 @@ impl Caches {
         self.job_views.clear();
         self.pairs.clear();
         self.slot_sides.clear();
+        self.spread_all = false;
         self.orders.clear();
         self.walks.clear();
         self.open.clear();
@@ -543,14 +546,35 @@ impl Caches {
 
     /// The pairs [`Caches::build`] is about to evaluate for the request's job class (the first
     /// live slot of each class of idle slots without a consumption policy, not evaluated yet),
-    /// evaluated on every core ([`spread`]) and cached, when there are enough of them.
+    /// evaluated on every core ([`spread`]) and cached, when there are enough of them. Unless
+    /// requests are their own submitter's (a `Submitter*` attribute is read) or evaluations
+    /// are dropped at each turn (a `*ResourcesInUse` one is), the first request does this for
+    /// every job class at once, slot by slot: a slot's scattered attributes are then read from
+    /// memory once for all of them, which is most of a heterogeneous pool's cost.
     fn prefetch(&mut self, t: &Tables, st: &State, ask: &Ask) {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if threads < 2 || st.class_members.len() < 2 * spread::MIN_PAIRS_PER_THREAD {
+        #[cfg(test)]
+        if self.per_autocluster {
             return;
         }
-        let jc = t.acs[ask.ac].class;
-        let by = t.acs[ask.ac].slot_side;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if self.spread_all
+            || threads < 2
+            || st.class_members.len() < 2 * spread::MIN_PAIRS_PER_THREAD
+        {
+            return;
+        }
+        // (job class, its autocluster, the job ad as matched)
+        let jobs: Vec<(usize, usize, &ClassAd)> = if t.per_submitter || t.volatile {
+            vec![(t.acs[ask.ac].class, ask.ac, ask.job)]
+        } else {
+            // Nothing reads the `Submitter*` attributes: any representative of a job class
+            // is evaluated as the requests of all of them would be.
+            t.job_classes
+                .iter()
+                .enumerate()
+                .map(|(jc, &ac)| (jc, ac, &t.input.jobs[t.acs[ac].rep]))
+                .collect()
+        };
         let mut classes = Vec::new();
         let mut asks = Vec::new();
         for class in 0..st.class_members.len() {
@@ -558,45 +582,65 @@ impl Caches {
             let Some(&first) = list.first() else {
                 continue;
             };
-            if t.slots[first as usize].cp.is_some() || self.pairs.contains_key(&(jc, class)) {
+            if t.slots[first as usize].cp.is_some() {
+                continue;
+            }
+            let needs: Vec<spread::Need> = jobs
+                .iter()
+                .map(|&(jc, ac, _)| {
+                    (!self.pairs.contains_key(&(jc, class))).then(|| {
+                        SlotSide::ALL.map(|w| {
+                            self.slot_sides
+                                .get(&(w, t.acs[ac].slot_side[w as usize]))
+                                .and_then(|known| known.get(class))
+                                .is_none_or(|v| v.is_none())
+                        })
+                    })
+                })
+                .collect();
+            if needs.iter().all(|n| n.is_none()) {
                 continue;
             }
             let Some(c) = self.class_live(st, class) else {
                 continue;
             };
-            let need = SlotSide::ALL.map(|w| {
-                self.slot_sides
-                    .get(&(w, by[w as usize]))
-                    .and_then(|known| known.get(class))
-                    .is_none_or(|v| v.is_none())
-            });
             classes.push(class);
-            asks.push((list[c] as usize, need));
+            asks.push((list[c] as usize, needs));
         }
-        let Some(answers) = spread::eval_pairs(t.cfg, ask.job, &st.slots, &asks, threads) else {
+        let spread_jobs: Vec<spread::Job> = jobs
+            .iter()
+            .map(|&(_, ac, job)| (job, t.acs[ac].slot_side))
+            .collect();
+        let Some(answers) = spread::eval_pairs(t.cfg, &spread_jobs, &st.slots, &asks, threads)
+        else {
             return;
         };
-        for (class, answer) in classes.into_iter().zip(answers) {
-            let pe = answer.map(|(job_rank, sides)| {
-                let [pre, post, slot_rank] = SlotSide::ALL.map(|w| {
-                    let known = self.slot_sides.entry((w, by[w as usize])).or_default();
-                    if known.len() <= class {
-                        known.resize(st.class_members.len().max(class + 1), None);
+        self.spread_all = jobs.len() == t.job_classes.len() && !(t.per_submitter || t.volatile);
+        for (class, per_job) in classes.into_iter().zip(answers) {
+            for (&(jc, ac, _), answer) in jobs.iter().zip(per_job) {
+                let Some(answer) = answer else { continue };
+                let by = t.acs[ac].slot_side;
+                let pe = answer.map(|(job_rank, sides)| {
+                    let [pre, post, slot_rank] = SlotSide::ALL.map(|w| {
+                        let known = self.slot_sides.entry((w, by[w as usize])).or_default();
+                        if known.len() <= class {
+                            known.resize(st.class_members.len().max(class + 1), None);
+                        }
+                        if let Some(v) = sides[w as usize] {
+                            known[class] = Some(v);
+                        }
+                        known[class].flatten()
+                    });
+                    PairEval {
+                        job_rank,
+                        pre: pre.unwrap_or(-f64::MAX),
+                        post: post.unwrap_or(-f64::MAX),
+                        slot_rank,
+                        consumption: None,
                     }
-                    if let Some(v) = sides[w as usize] {
-                        known[class] = Some(v);
-                    }
-                    known[class].flatten()
                 });
-                PairEval {
-                    job_rank,
-                    pre: pre.unwrap_or(-f64::MAX),
-                    post: post.unwrap_or(-f64::MAX),
-                    slot_rank,
-                    consumption: None,
-                }
-            });
-            self.pairs.insert((jc, class), pe);
+                self.pairs.insert((jc, class), pe);
+            }
         }
     }
 

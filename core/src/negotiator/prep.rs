@@ -334,7 +334,14 @@ pub(super) fn prepare<'a>(
     // Job classes: autoclusters of any submitter that agree on every significant name and on
     // their non-literal attributes match and rank alike, unless an expression reads the
     // `Submitter*` attributes negotiate() gives each submitter's requests.
-    let per_submitter = names
+    // What any expression can read, closed through every ad (the significant names are closed
+    // through each ad from fixed roots, which a chain across a slot and a job can escape).
+    let every_expression: Vec<&ClassAd> = slot_fp_reps
+        .iter()
+        .map(|&i| &slot_ads[i])
+        .chain(job_fp_reps.iter().map(|&i| &input.jobs[i]))
+        .collect();
+    let per_submitter = reach(names.iter().cloned().collect(), &every_expression)
         .iter()
         .any(|n| n.starts_with("submitter") && n != "submitter");
     let mut job_classes = Interner::default();
@@ -359,12 +366,13 @@ pub(super) fn prepare<'a>(
             });
         }
     }
-    let every_expression: Vec<&ClassAd> = slot_fp_reps
-        .iter()
-        .map(|&i| &slot_ads[i])
-        .chain(job_fp_reps.iter().map(|&i| &input.jobs[i]))
-        .collect();
     slot_side_classes(cfg, &sig, &acs, &every_expression, &mut autoclusters);
+    let mut job_classes = Vec::new();
+    for (id, ac) in autoclusters.iter().enumerate() {
+        if ac.class == job_classes.len() {
+            job_classes.push(id);
+        }
+    }
     let has_cp = slots.iter().any(|s| s.cp.is_some());
     let volatile = names
         .iter()
@@ -467,6 +475,8 @@ pub(super) fn prepare<'a>(
         acs: autoclusters,
         subs: sub_list,
         names: sig,
+        job_classes,
+        per_submitter,
         has_cp,
         hgq,
         volatile,
@@ -479,6 +489,26 @@ pub(super) fn prepare<'a>(
 
 /// The names an expression references: internal (`MY.` or bare) and external (`TARGET.`).
 type Refs = (Vec<String>, Vec<String>);
+
+/// The names reachable from `roots` through the expressions of `ads` (one ad per fingerprint
+/// of non-literal attributes holds every expression there is), in either ad.
+fn reach(roots: Vec<String>, ads: &[&ClassAd]) -> BTreeSet<String> {
+    let mut read: BTreeSet<String> = BTreeSet::new();
+    let mut todo = roots;
+    while let Some(n) = todo.pop() {
+        if read.contains(&n) {
+            continue;
+        }
+        for ad in ads {
+            if let Some(e) = ad.lookup(&n) {
+                let r = e.references();
+                todo.extend(r.internal.into_iter().chain(r.external));
+            }
+        }
+        read.insert(n);
+    }
+    read
+}
 
 /// [`AutoCluster::slot_side`]: for each slot-side expression, the names it can read in either
 /// ad (its references, closed through every expression of `ads`, one ad per fingerprint of
@@ -504,20 +534,7 @@ fn slot_side_classes(
         vec!["rank".to_string()],
     ];
     for (w, roots) in roots.into_iter().enumerate() {
-        let mut read: BTreeSet<String> = BTreeSet::new();
-        let mut todo = roots;
-        while let Some(n) = todo.pop() {
-            if read.contains(&n) {
-                continue;
-            }
-            for ad in ads {
-                if let Some(e) = ad.lookup(&n) {
-                    let r = e.references();
-                    todo.extend(r.internal.into_iter().chain(r.external));
-                }
-            }
-            read.insert(n);
-        }
+        let read = reach(roots, ads);
         let at: Option<Vec<usize>> = read
             .iter()
             .map(|n| sig.binary_search_by(|(s, _)| s.as_str().cmp(n)).ok())

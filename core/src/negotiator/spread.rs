@@ -17,43 +17,77 @@ use classad::ClassAd;
 /// Fewer pairs than this per thread are not worth a thread.
 pub(super) const MIN_PAIRS_PER_THREAD: usize = 1024;
 
-/// One pair to evaluate: a slot (index into the state's slots) and which of its slot-side
-/// expressions ([`SlotSide`], in that order) are not known yet.
-pub(super) type Ask = (usize, [bool; 3]);
+/// A job to evaluate slots against: its ad and, per [`SlotSide`], which autoclusters share
+/// that expression's value ([`super::tables::AutoCluster::slot_side`]): jobs of a slot with
+/// the same one share it, so it is evaluated once per slot.
+pub(super) type Job<'a> = (&'a ClassAd, [usize; 3]);
+
+/// What is asked of one job and one slot: nothing (the pair is known), or the pair with which
+/// of its slot-side expressions ([`SlotSide`], in that order) are not known yet.
+pub(super) type Need = Option<[bool; 3]>;
+
+/// One slot to evaluate (index into the state's slots) with what is asked of it per job (in
+/// the order of the jobs).
+pub(super) type Ask = (usize, Vec<Need>);
 
 /// A pair's evaluation as a thread returns it: `None` when the job and the slot do not match,
 /// else the job's Rank of the slot and each slot-side expression asked for (`None` where it
 /// was not asked).
 pub(super) type Answer = Option<(f64, [Option<Option<f64>>; 3])>;
 
-/// Evaluates `asks` (job `job`, slots in `slots`, none with a consumption policy) on up to
-/// `threads` threads; `None` when that is not worth it (or a thread failed), and the caller
-/// evaluates them itself.
+/// Evaluates `asks` (slots in `slots`, none with a consumption policy, against `jobs`) on up to
+/// `threads` threads, one slot at a time against every job (a slot's attributes are read from
+/// memory once); per ask, an answer per job asked (`None` where nothing was). `None` when that
+/// is not worth it (or a thread failed), and the caller evaluates them itself.
 pub(super) fn eval_pairs(
     cfg: &NegotiatorConfig,
-    job: &ClassAd,
+    jobs: &[Job],
     slots: &[SlotState],
     asks: &[Ask],
     threads: usize,
-) -> Option<Vec<Answer>> {
-    let threads = threads.min(asks.len() / MIN_PAIRS_PER_THREAD);
+) -> Option<Vec<Vec<Option<Answer>>>> {
+    let pairs: usize = asks
+        .iter()
+        .map(|(_, n)| n.iter().filter(|x| x.is_some()).count())
+        .sum();
+    let threads = threads.min(pairs / MIN_PAIRS_PER_THREAD).min(asks.len());
     if threads < 2 {
         return None;
     }
-    let one = |&(si, need): &Ask| -> Answer {
-        let slot = &slots[si].ad;
-        if !classad::symmetric_match(job, slot) {
-            return None;
-        }
-        let sides =
-            SlotSide::ALL.map(|w| need[w as usize].then(|| eval_slot_side(cfg, slot, job, w)));
-        Some((classad::rank(job, slot), sides))
+    let one = |(si, needs): &Ask| -> Vec<Option<Answer>> {
+        let slot = &slots[*si].ad;
+        // Slot-side values found for this slot: (expression, sharing group) -> value.
+        let mut found: Vec<(SlotSide, usize, Option<f64>)> = Vec::new();
+        jobs.iter()
+            .zip(needs)
+            .map(|(&(job, by), need)| {
+                let need = (*need)?;
+                if !classad::symmetric_match(job, slot) {
+                    return Some(None);
+                }
+                let sides = SlotSide::ALL.map(|w| {
+                    if !need[w as usize] {
+                        return None;
+                    }
+                    let group = by[w as usize];
+                    if let Some(&(_, _, v)) =
+                        found.iter().find(|(fw, fg, _)| *fw == w && *fg == group)
+                    {
+                        return Some(v);
+                    }
+                    let v = eval_slot_side(cfg, slot, job, w);
+                    found.push((w, group, v));
+                    Some(v)
+                });
+                Some(Some((classad::rank(job, slot), sides)))
+            })
+            .collect()
     };
     let chunk = asks.len().div_ceil(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = asks
             .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<Answer>>()))
+            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
             .collect();
         let mut out = Vec::with_capacity(asks.len());
         for h in handles {
@@ -98,25 +132,43 @@ mod tests {
         .unwrap();
         job.insert_expr_str("Rank", "TARGET.KFlops").unwrap();
         let slots: Vec<SlotState> = (0..3000).map(slot).collect();
+        // A second job sharing the first's `NEGOTIATOR_POST_JOB_RANK` (which reads only the
+        // slot), evaluated once per slot for both; the pre-job rank and the slot's Rank read
+        // RequestMemory (through `MY.Rank`), so they are the second job's own.
+        let mut other = job.clone();
+        other.insert_int("RequestMemory", 1024);
+        other.insert_expr_str("Rank", "0").unwrap();
+        let jobs: Vec<Job> = vec![(&job, [0, 0, 0]), (&other, [1, 0, 1])];
         let asks: Vec<Ask> = (0..3000)
             .rev()
-            .map(|si| (si, [si % 2 == 0, true, si % 3 == 0]))
+            .map(|si| {
+                let need = Some([si % 2 == 0, true, si % 3 == 0]);
+                (si, vec![need, if si % 5 == 0 { None } else { need }])
+            })
             .collect();
-        let spread = eval_pairs(&cfg, &job, &slots, &asks, 3).expect("worth three threads");
-        let alone: Vec<Answer> = asks
+        let spread = eval_pairs(&cfg, &jobs, &slots, &asks, 3).expect("worth three threads");
+        let alone: Vec<Vec<Option<Answer>>> = asks
             .iter()
-            .map(|&(si, need)| {
-                let ad = &slots[si].ad;
-                classad::symmetric_match(&job, ad).then(|| {
-                    let sides = SlotSide::ALL
-                        .map(|w| need[w as usize].then(|| eval_slot_side(&cfg, ad, &job, w)));
-                    (classad::rank(&job, ad), sides)
-                })
+            .map(|(si, needs)| {
+                let ad = &slots[*si].ad;
+                jobs.iter()
+                    .zip(needs)
+                    .map(|(&(j, _), need)| {
+                        let need = (*need)?;
+                        Some(classad::symmetric_match(j, ad).then(|| {
+                            let sides = SlotSide::ALL
+                                .map(|w| need[w as usize].then(|| eval_slot_side(&cfg, ad, j, w)));
+                            (classad::rank(j, ad), sides)
+                        }))
+                    })
+                    .collect()
             })
             .collect();
         assert_eq!(spread, alone);
-        assert!(spread.iter().any(|a| a.is_some()) && spread.iter().any(|a| a.is_none()));
+        let answers: Vec<&Answer> = spread.iter().map(|a| a[0].as_ref().unwrap()).collect();
+        assert!(answers.iter().any(|a| a.is_some()) && answers.iter().any(|a| a.is_none()));
+        assert!(spread.iter().any(|a| a[1].is_none()));
         // Too few pairs for two threads: the caller evaluates them.
-        assert!(eval_pairs(&cfg, &job, &slots, &asks[..1500], 2).is_none());
+        assert!(eval_pairs(&cfg, &jobs, &slots, &asks[..500], 2).is_none());
     }
 }

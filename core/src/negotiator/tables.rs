@@ -37,6 +37,11 @@ pub(super) struct Tables<'a> {
     pub has_cp: bool,
     /// Hierarchical group quotas are configured (more groups than the root `<none>`).
     pub hgq: bool,
+    /// The first autocluster of each job class ([`AutoCluster::class`]), in class order.
+    pub job_classes: Vec<usize>,
+    /// Some expression can read a `Submitter*` attribute of the job as matched: each
+    /// autocluster is then a job class of its own, evaluated as its own submitter's request.
+    pub per_submitter: bool,
     /// Some expression reads a `*ResourcesInUse` attribute the negotiator inserts: those change
     /// with every match, so evaluations cannot be cached across matches.
     pub volatile: bool,
