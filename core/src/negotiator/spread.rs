@@ -1,14 +1,16 @@
-//! Matchmaking spread over every core: the pair evaluations a job class's first candidate list
-//! needs, computed on several threads and handed back in order.
+//! Matchmaking spread over every core: the pair evaluations the candidate lists need,
+//! computed on several threads and handed back in order.
 //!
 //! HTCondor's matchmakingAlgorithm evaluates every startd ad for a request on one thread. When
 //! a pool's slots are all different (as real startds' `Disk`, `KFlops`, `Mips`... are), slot
-//! classes do not collapse and a job class's first request evaluates the job against every
-//! slot: independent evaluations of read-only ads, split here into one contiguous chunk per
-//! thread. Each result depends only on its (job, slot) pair and the results are put back in
-//! the order asked, so the cycle's outcome does not depend on the number of threads or their
-//! timing; the cycle stays a pure function of its input. Small lists are evaluated on the
-//! calling thread (a thread costs more than a few hundred evaluations).
+//! classes do not collapse and each job class evaluates its job against every slot:
+//! independent evaluations of read-only ads, split here into one contiguous run of slots per
+//! thread, each slot evaluated against every job asked before the next (its attributes, spread
+//! over memory, are read once for all of them). Each result depends only on its (job, slot)
+//! pair and the results are put back in the order asked, so the cycle's outcome does not depend
+//! on the number of threads or their timing; the cycle stays a pure function of its input.
+//! Small lists are evaluated on the calling thread (a thread costs more than a few hundred
+//! evaluations).
 use super::config::NegotiatorConfig;
 use super::matchmaking::{eval_slot_side, SlotSide};
 use super::state::SlotState;
