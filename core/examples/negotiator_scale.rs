@@ -1,14 +1,18 @@
 // Synthetic-pool benchmark of one negotiation cycle.
 //
 //   cargo run --release -p aerie-core --example negotiator_scale -- \
-//       --slots 10000 --jobs 50000 --submitters 50 [--groups] [--preemption] [--pslots [--cp]] [--runs 3]
+//       --slots 10000 --jobs 50000 --submitters 50 [--groups] [--preemption] [--pslots [--cp]] \
+//       [--heterogeneous] [--runs 3]
 //
 // Pool: machines of 8 static 1-core slots (SlotID 1..8), four machine types (memory, KFlops),
 // 10% of slots busy when --preemption is given (with PREEMPTION_REQUIREMENTS comparing
 // priorities). --pslots makes each machine one 8-core partitionable slot (matched once a cycle);
 // --cp gives those slots the startd's default consumption policy (split within the cycle). Jobs: each submitter has 6 kinds of job (request memory x requirements), so
 // about 6 x submitters autoclusters. --groups puts submitters in 5 groups with static quotas
-// and surplus. The configuration is HTCondor 23.9.6's default (admin ranks included).
+// and surplus. --heterogeneous makes every slot advertise its own Disk, KFlops, Mips, LoadAvg
+// and KeyboardIdle, as real startds do (machine types stay: memory and the KFlops band), so
+// slots no longer collapse into a few classes. The configuration is HTCondor 23.9.6's default
+// (admin ranks included).
 use aerie_core::accountant::{Accountant, AccountantCommand, AccountantParams};
 use aerie_core::negotiator::{negotiate, GroupQuota, NegotiationInput, NegotiatorConfig};
 use classad::{ClassAd, Value};
@@ -32,6 +36,14 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// A fixed pseudo-random sequence (splitmix64), so that every run builds the same pool.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n_slots = arg(&args, "--slots", 10_000);
@@ -42,6 +54,7 @@ fn main() {
     let preemption = args.iter().any(|a| a == "--preemption");
     let pslots = args.iter().any(|a| a == "--pslots");
     let cp = pslots && args.iter().any(|a| a == "--cp");
+    let hetero = args.iter().any(|a| a == "--heterogeneous");
     let n_groups = 5;
     let group_of = |s: usize| format!("group_g{}", s % n_groups);
     let user = |s: usize| {
@@ -72,8 +85,20 @@ fn main() {
             "Memory",
             [2048, 4096, 2048, 8192][kind] * if pslots { 8 } else { 1 },
         );
-        a.insert_int("Disk", 10_000_000);
-        a.insert_int("KFlops", [900_000, 1_100_000, 1_300_000, 1_500_000][kind]);
+        let kflops = [900_000, 1_100_000, 1_300_000, 1_500_000][kind];
+        if hetero {
+            // What a real startd measures for itself: free disk, benchmarks, load and idle
+            // time, different on every slot (a fixed pseudo-random sequence).
+            let r = |salt: u64| splitmix(i as u64 * 8 + salt);
+            a.insert_int("Disk", 5_000_000 + (r(1) % 10_000_000) as i64);
+            a.insert_int("KFlops", kflops - 50_000 + (r(2) % 100_000) as i64);
+            a.insert_int("Mips", 20_000 + (r(3) % 20_000) as i64);
+            a.insert_value("LoadAvg", Value::Real((r(4) % 1000) as f64 / 1000.0));
+            a.insert_int("KeyboardIdle", (r(5) % 1_000_000) as i64);
+        } else {
+            a.insert_int("Disk", 10_000_000);
+            a.insert_int("KFlops", kflops);
+        }
         a.insert_bool("HasFileTransfer", true);
         a.insert_int("TotalJobRuntime", 0);
         if pslots {
@@ -201,7 +226,7 @@ fn main() {
         h.finish()
     };
     println!(
-        "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} pslots={pslots} cp={cp}: \
+        "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} pslots={pslots} cp={cp} heterogeneous={hetero}: \
          matches={} preemptions={} autoclusters={} slot_classes={} pie_spins={} \
          cycle wall min={:.3}s median={:.3}s, cpu min={:.2}s median={:.2}s (build {:.2}s) digest={digest:016x}",
         o.matches.len(),

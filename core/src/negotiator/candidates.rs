@@ -8,8 +8,18 @@
 //! candidates into a MatchList (MatchListType::add_candidate, sort_compare) from which later
 //! requests of the same autocluster, submitter and `only_for_startdrank` pop
 //! (pop_candidate); negotiateWithGroup drops the list at each pie spin (DeleteMatchList). Here:
-//! * a pair is evaluated once per (autocluster, slot class) ([`Caches::pair`]): slots of a
-//!   class are identical for every significant attribute, so they match, rank and cost alike;
+//! * a pair is evaluated once per (job class, slot class) ([`Caches::pair`]): slots of a
+//!   class are identical for every significant attribute, so they match, rank and cost alike,
+//!   and so do the autoclusters of a job class ([`super::tables::AutoCluster::class`]: the
+//!   submitters' autoclusters that agree on every significant attribute), which matters when
+//!   slots are all different (real startds advertise their own `Disk`, `KFlops`, `Mips`...)
+//!   and classes of slots no longer collapse;
+//! * without claimed slots or a consumption policy, the candidates of a job class are sorted
+//!   once ([`Order`]), and each of its autoclusters walks that order ([`Walk`]) from the first
+//!   class with a slot left, classes with equal keys put in the order of their first slot left
+//!   when the autocluster first asks, as sorting its own list then would (`build` is then run
+//!   once per job class instead of once per autocluster: sorting every class of a
+//!   heterogeneous pool for each autocluster was most of such a cycle);
 //! * an autocluster's candidates are built as buckets of slots with identical sort keys (a
 //!   whole class of idle slots, or one claimed slot), best first and, for equal keys, in input
 //!   order (HTCondor keeps the first best slot in collector order);
@@ -38,9 +48,11 @@
 use super::keys::FxBuild;
 use super::limits::parse_limits;
 use super::matchmaking::{
-    eval_pair, match_cost, preempt_state, startd_carve, Budget, Consumption, PairEval,
+    eval_match, eval_slot_side, match_cost, preempt_state, startd_carve, Budget, Consumption,
+    PairEval, SlotSide,
 };
 use super::outcome::MatchReason;
+use super::spread;
 use super::state::State;
 use super::tables::{JobLimits, Tables};
 use classad::{ClassAd, Value};
@@ -96,6 +108,17 @@ fn unclaimed_keys(pe: &PairEval) -> [f64; 5] {
         MatchReason::NoPreemption as u8 as f64,
         -(f32::MAX as f64),
     ]
+}
+
+/// The first position from `i` on that may have a slot left (see [`Caches::open`]),
+/// shortening the path on the way.
+fn next_open(open: &mut [u32], mut i: usize) -> usize {
+    while open[i] as usize != i {
+        let next = open[open[i] as usize];
+        open[i] = next;
+        i = next as usize;
+    }
+    i
 }
 
 fn keys_cmp(a: &[f64; 5], b: &[f64; 5]) -> Ordering {
@@ -175,21 +198,74 @@ struct MatchList {
     turned_away: Miss,
 }
 
+/// The idle candidates of one job class, best first: each class of idle slots that matches,
+/// with its sort keys, as [`Caches::build`] sorted them for the job class's first request.
+/// Without claimed slots or a consumption policy slots are only ever taken, so the list any
+/// later request of the job class would build is this one without the classes left with no
+/// slot and, among classes with equal keys, the first live slot first (see [`Walk`]): the
+/// autoclusters of a job class share one evaluation of the pool.
+struct Order {
+    /// (keys, slot class), best keys first.
+    entries: Vec<([f64; 5], u32)>,
+    /// The runs of entries with equal keys (more than one entry each): start and end.
+    runs: Vec<(usize, usize)>,
+    /// Per entry, whether it is in such a run: entries that are not stand at the same place
+    /// in every walk of the order.
+    tied: Vec<bool>,
+    /// Per entry, the smallest SlotWeight of any slot of the classes from the start of its
+    /// run of equal keys to the end: a request the submitter limit turns away at that weight
+    /// is turned away by every class left, whatever order its walk has them in.
+    floor: Vec<f64>,
+}
+
+/// One autocluster's walk of its job class's [`Order`].
+struct Walk {
+    order: Rc<Order>,
+    /// With runs of equal keys, its own sequence of the order's entries: each run sorted by
+    /// first live slot as of the autocluster's first request, as the list [`Caches::build`]
+    /// would have built then has them. `None`: the order's own sequence.
+    seq: Option<Vec<u32>>,
+    /// Entries before this one have no slot left.
+    head: usize,
+}
+
 /// What the cycle remembers only to go faster (and the turn's match list).
 #[derive(Default)]
 pub(super) struct Caches {
-    /// Per (autocluster, slot class): the pair's evaluation, `None` if they do not match.
+    /// Per (job class, slot class): the pair's evaluation, `None` if they do not match.
     pairs: HashMap<(usize, usize), Option<PairEval>, FxBuild>,
-    /// Per autocluster: its candidate buckets, best first (pools without a consumption
+    /// Per (slot-side expression, autoclusters agreeing on what it reads), per slot class:
+    /// its value, once evaluated (see [`super::tables::AutoCluster::slot_side`]).
+    slot_sides: HashMap<(SlotSide, usize), Vec<Option<Option<f64>>>, FxBuild>,
+    /// Per job class: its idle candidate classes, best first (pools without claimed slots or
+    /// a consumption policy); `None` when its keys cannot be ordered (NaN).
+    orders: HashMap<usize, Option<Rc<Order>>, FxBuild>,
+    /// Per autocluster: its walk of its job class's order.
+    walks: HashMap<usize, Walk, FxBuild>,
+    /// Per job class, per position of its order (and one past the end): itself while the
+    /// entry there may have a slot left, else a later position to look at instead
+    /// ([`next_open`]). Only entries outside runs of equal keys are closed, as they stand at
+    /// the same position in every walk: the autoclusters of a job class pass over a class
+    /// taken by others once between them, not once each.
+    open: HashMap<usize, Vec<u32>, FxBuild>,
+    /// Per autocluster: its candidate buckets, best first (other pools without a consumption
     /// policy).
     lists: HashMap<usize, Vec<Bucket>, FxBuild>,
     /// Per autocluster: the job ad as matched.
     job_views: HashMap<usize, ClassAd, FxBuild>,
     /// Per class of slots only ever taken: members before this index are taken.
     class_first: Vec<usize>,
+    /// Per class of slots only ever taken: every member is taken.
+    class_gone: Vec<bool>,
+    /// Every job class's pairs with the slots then left were evaluated at once ([`Caches::prefetch`]).
+    spread_all: bool,
     /// The match list of the current turn (pools with a consumption policy). Not a cache:
     /// it keeps the order split slots went back in.
     match_list: Option<MatchList>,
+    /// Build and sort each autocluster's candidates on its own, sharing no [`Order`] (the
+    /// straightforward path the tests compare the shared one with).
+    #[cfg(test)]
+    pub per_autocluster: bool,
 }
 
 impl Caches {
@@ -197,6 +273,11 @@ impl Caches {
     pub fn clear(&mut self) {
         self.job_views.clear();
         self.pairs.clear();
+        self.slot_sides.clear();
+        self.spread_all = false;
+        self.orders.clear();
+        self.walks.clear();
+        self.open.clear();
         self.lists.clear();
     }
 
@@ -241,11 +322,29 @@ impl Caches {
 
     /// The evaluation of the request's autocluster with slot `si`'s class.
     fn pair(&mut self, t: &Tables, st: &State, ask: &Ask, si: usize) -> Option<PairEval> {
-        let key = (ask.ac, st.slots[si].class);
+        let key = (t.acs[ask.ac].class, st.slots[si].class);
         if let Some(v) = self.pairs.get(&key) {
             return v.clone();
         }
-        let v = eval_pair(t, st, ask.job, si);
+        let class = key.1;
+        let v = eval_match(t, st, ask.job, si).map(|(job_rank, consumption)| {
+            let [pre, post, slot_rank] = SlotSide::ALL.map(|which| {
+                let by = t.acs[ask.ac].slot_side[which as usize];
+                let known = self.slot_sides.entry((which, by)).or_default();
+                if known.len() <= class {
+                    known.resize(st.class_members.len().max(class + 1), None);
+                }
+                *known[class]
+                    .get_or_insert_with(|| eval_slot_side(t.cfg, &st.slots[si].ad, ask.job, which))
+            });
+            PairEval {
+                job_rank,
+                pre: pre.unwrap_or(-f64::MAX),
+                post: post.unwrap_or(-f64::MAX),
+                slot_rank,
+                consumption,
+            }
+        });
         self.pairs.insert(key, v.clone());
         v
     }
@@ -262,13 +361,33 @@ impl Caches {
         })
     }
 
+    /// The index in its member list of the first slot of class `class` (of slots only ever
+    /// taken) not taken yet, the class's cursor moved up to it; `None` when none is left.
+    fn class_live(&mut self, st: &State, class: usize) -> Option<usize> {
+        if self.class_first.len() <= class {
+            let n = st.class_members.len().max(class + 1);
+            self.class_first.resize(n, 0);
+            self.class_gone.resize(n, false);
+        }
+        // Walks pass over classes taken by other autoclusters again and again: a dense flag
+        // answers them without reaching for the slots.
+        if self.class_gone[class] {
+            return None;
+        }
+        let list = &st.class_members[class];
+        let mut c = self.class_first[class];
+        while c < list.len() && st.slots[list[c] as usize].taken {
+            c += 1;
+        }
+        self.class_first[class] = c;
+        self.class_gone[class] = c == list.len();
+        (c < list.len()).then_some(c)
+    }
+
     /// Every slot the request's autocluster may take, in buckets, best first.
     fn build(&mut self, t: &Tables, st: &State, ask: &Ask) -> Vec<Bucket> {
         let mut out = Vec::new();
         let n_classes = st.class_members.len();
-        if self.class_first.len() < n_classes {
-            self.class_first.resize(n_classes, 0);
-        }
         for class in 0..n_classes {
             let list = &st.class_members[class];
             let Some(&first) = list.first() else {
@@ -278,11 +397,7 @@ impl Caches {
                 // Never taken, but the class's list changes as slots are split.
                 (Rc::new(list.to_vec()), 0)
             } else {
-                let mut c = self.class_first[class];
-                while c < list.len() && st.slots[list[c] as usize].taken {
-                    c += 1;
-                }
-                self.class_first[class] = c;
+                let c = self.class_live(st, class).unwrap_or(list.len());
                 (Rc::clone(list), c)
             };
             let Some(&rep) = members.get(cursor) else {
@@ -309,7 +424,7 @@ impl Caches {
         // Best keys first; equal keys in input order of their first slot (HTCondor keeps the
         // first best slot it sees in collector order).
         out.sort_by(|a, b| {
-            keys_cmp(&b.keys, &a.keys).then(a.slots[a.cursor].cmp(&b.slots[b.cursor]))
+            keys_cmp(&b.keys, &a.keys).then_with(|| a.slots[a.cursor].cmp(&b.slots[b.cursor]))
         });
         out
     }
@@ -382,6 +497,15 @@ impl Caches {
         if t.has_cp {
             return self.pick_from_match_list(t, st, ask);
         }
+        #[cfg(test)]
+        let shared = !self.per_autocluster;
+        #[cfg(not(test))]
+        let shared = true;
+        if shared && t.busy.is_empty() {
+            if let Some(picked) = self.pick_from_order(t, st, ask) {
+                return picked;
+            }
+        }
         let ac = ask.ac;
         if !self.lists.contains_key(&ac) {
             let l = self.build(t, st, ask);
@@ -418,6 +542,281 @@ impl Caches {
         }
         self.lists.insert(ac, list);
         chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss)
+    }
+
+    /// The pairs [`Caches::build`] is about to evaluate for the request's job class (the first
+    /// live slot of each class of idle slots without a consumption policy, not evaluated yet),
+    /// evaluated on every core ([`spread`]) and cached, when there are enough of them. Unless
+    /// requests are their own submitter's (a `Submitter*` attribute is read) or evaluations
+    /// are dropped at each turn (a `*ResourcesInUse` one is), the first request does this for
+    /// every job class at once, slot by slot: a slot's scattered attributes are then read from
+    /// memory once for all of them, which is most of a heterogeneous pool's cost.
+    fn prefetch(&mut self, t: &Tables, st: &State, ask: &Ask) {
+        #[cfg(test)]
+        if self.per_autocluster {
+            return;
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if self.spread_all
+            || threads < 2
+            || st.class_members.len() < 2 * spread::MIN_PAIRS_PER_THREAD
+        {
+            return;
+        }
+        // (job class, its autocluster, the job ad as matched)
+        let jobs: Vec<(usize, usize, &ClassAd)> = if t.per_submitter || t.volatile {
+            vec![(t.acs[ask.ac].class, ask.ac, ask.job)]
+        } else {
+            // Nothing reads the `Submitter*` attributes: any representative of a job class
+            // is evaluated as the requests of all of them would be.
+            t.job_classes
+                .iter()
+                .enumerate()
+                .map(|(jc, &ac)| (jc, ac, &t.input.jobs[t.acs[ac].rep]))
+                .collect()
+        };
+        let mut classes = Vec::new();
+        let mut asks = Vec::new();
+        for class in 0..st.class_members.len() {
+            let list = &st.class_members[class];
+            let Some(&first) = list.first() else {
+                continue;
+            };
+            if t.slots[first as usize].cp.is_some() {
+                continue;
+            }
+            let needs: Vec<spread::Need> = jobs
+                .iter()
+                .map(|&(jc, ac, _)| {
+                    (!self.pairs.contains_key(&(jc, class))).then(|| {
+                        SlotSide::ALL.map(|w| {
+                            self.slot_sides
+                                .get(&(w, t.acs[ac].slot_side[w as usize]))
+                                .and_then(|known| known.get(class))
+                                .is_none_or(|v| v.is_none())
+                        })
+                    })
+                })
+                .collect();
+            if needs.iter().all(|n| n.is_none()) {
+                continue;
+            }
+            let Some(c) = self.class_live(st, class) else {
+                continue;
+            };
+            classes.push(class);
+            asks.push((list[c] as usize, needs));
+        }
+        let spread_jobs: Vec<spread::Job> = jobs
+            .iter()
+            .map(|&(_, ac, job)| (job, t.acs[ac].slot_side))
+            .collect();
+        let Some(answers) = spread::eval_pairs(t.cfg, &spread_jobs, &st.slots, &asks, threads)
+        else {
+            return;
+        };
+        self.spread_all = jobs.len() == t.job_classes.len() && !(t.per_submitter || t.volatile);
+        for (class, per_job) in classes.into_iter().zip(answers) {
+            for (&(jc, ac, _), answer) in jobs.iter().zip(per_job) {
+                let Some(answer) = answer else { continue };
+                let by = t.acs[ac].slot_side;
+                let pe = answer.map(|(job_rank, sides)| {
+                    let [pre, post, slot_rank] = SlotSide::ALL.map(|w| {
+                        let known = self.slot_sides.entry((w, by[w as usize])).or_default();
+                        if known.len() <= class {
+                            known.resize(st.class_members.len().max(class + 1), None);
+                        }
+                        if let Some(v) = sides[w as usize] {
+                            known[class] = Some(v);
+                        }
+                        known[class].flatten()
+                    });
+                    PairEval {
+                        job_rank,
+                        pre: pre.unwrap_or(-f64::MAX),
+                        post: post.unwrap_or(-f64::MAX),
+                        slot_rank,
+                        consumption: None,
+                    }
+                });
+                self.pairs.insert((jc, class), pe);
+            }
+        }
+    }
+
+    /// The job class's [`Order`], built by the first request of the class that asks; `None`
+    /// when some key is NaN (the order is then not a total one, and each autocluster's list is
+    /// built and sorted on its own as before).
+    fn order(&mut self, t: &Tables, st: &State, ask: &Ask) -> Option<Rc<Order>> {
+        let jc = t.acs[ask.ac].class;
+        if let Some(o) = self.orders.get(&jc) {
+            return o.clone();
+        }
+        self.prefetch(t, st, ask);
+        let buckets = self.build(t, st, ask);
+        let entries: Vec<([f64; 5], u32)> =
+            buckets.iter().map(|b| (b.keys, b.class as u32)).collect();
+        let order = if entries.iter().any(|(k, _)| k.iter().any(|x| x.is_nan())) {
+            None
+        } else {
+            let mut runs = Vec::new();
+            let mut tied = vec![false; entries.len()];
+            let mut start = 0;
+            while start < entries.len() {
+                let mut end = start + 1;
+                while end < entries.len()
+                    && keys_cmp(&entries[start].0, &entries[end].0) == Ordering::Equal
+                {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    runs.push((start, end));
+                    tied[start..end].fill(true);
+                }
+                start = end;
+            }
+            let mut floor = vec![f64::INFINITY; entries.len()];
+            let mut below = f64::INFINITY;
+            let mut run_end = entries.len();
+            for i in (0..entries.len()).rev() {
+                let class = entries[i].1 as usize;
+                for &si in st.class_members[class].iter() {
+                    below = below.min(t.slots[si as usize].weight);
+                }
+                let run_starts =
+                    i == 0 || keys_cmp(&entries[i - 1].0, &entries[i].0) != Ordering::Equal;
+                if run_starts {
+                    floor[i..run_end].fill(below);
+                    run_end = i;
+                }
+            }
+            Some(Rc::new(Order {
+                entries,
+                runs,
+                tied,
+                floor,
+            }))
+        };
+        self.orders.insert(jc, order.clone());
+        order
+    }
+
+    /// The autocluster's walk of its job class's order, begun at its first request: where
+    /// entries have equal keys, they are put in the order of their first live slot now (an
+    /// entry with none left goes last among them).
+    fn walk(&mut self, t: &Tables, st: &State, ask: &Ask) -> Option<Walk> {
+        if let Some(w) = self.walks.remove(&ask.ac) {
+            return Some(w);
+        }
+        let order = self.order(t, st, ask)?;
+        let seq = if order.runs.is_empty() {
+            None
+        } else {
+            let mut seq: Vec<u32> = (0..order.entries.len() as u32).collect();
+            for &(start, end) in &order.runs {
+                let first = |c: &mut Self, e: u32| {
+                    let class = order.entries[e as usize].1 as usize;
+                    c.class_live(st, class)
+                        .map_or(u32::MAX, |i| st.class_members[class][i])
+                };
+                let mut run: Vec<(u32, u32)> = seq[start..end]
+                    .iter()
+                    .map(|&e| (first(self, e), e))
+                    .collect();
+                run.sort_unstable();
+                for (slot, (_, e)) in seq[start..end].iter_mut().zip(run) {
+                    *slot = e;
+                }
+            }
+            Some(seq)
+        };
+        Some(Walk {
+            order,
+            seq,
+            head: 0,
+        })
+    }
+
+    /// [`Caches::pick`] for a pool whose slots are all idle and only ever taken: the request's
+    /// autocluster walks its job class's order from the first entry with a slot left, passing
+    /// over candidates the budget or a concurrency limit turns away. `None` when the job
+    /// class has no shared order.
+    fn pick_from_order(
+        &mut self,
+        t: &Tables,
+        st: &State,
+        ask: &Ask,
+    ) -> Option<Result<Choice, Miss>> {
+        let mut miss = Miss::default();
+        // only_for_startdrank skips every unclaimed slot.
+        if ask.only_rank {
+            return Some(Err(miss));
+        }
+        let mut walk = self.walk(t, st, ask)?;
+        let mut chosen = None;
+        let n = walk.order.entries.len();
+        let jc = t.acs[ask.ac].class;
+        let mut open = self
+            .open
+            .remove(&jc)
+            .unwrap_or_else(|| (0..=n as u32).collect());
+        let mut pos = next_open(&mut open, walk.head);
+        walk.head = pos;
+        'entries: while pos < n {
+            let at = pos;
+            pos = next_open(&mut open, at + 1);
+            let e = walk.seq.as_ref().map_or(at, |s| s[at] as usize);
+            let class = walk.order.entries[e].1 as usize;
+            let Some(first) = self.class_live(st, class) else {
+                if !walk.order.tied[at] {
+                    open[at] = at as u32 + 1;
+                }
+                if at == walk.head {
+                    walk.head = at + 1;
+                }
+                continue;
+            };
+            // Turned away here at the smallest weight left, every class left turns the
+            // request away for the submitter limit (admits() only gets stricter as the
+            // weight grows), as walking them would find.
+            if !ask
+                .budget
+                .admits(MatchReason::NoPreemption, walk.order.floor[at], ask.cached)
+            {
+                miss.limit = true;
+                break;
+            }
+            let members = &st.class_members[class];
+            // The submitter limit first, as admit() checks it: a slot taken whole costs its
+            // SlotWeight, the same for the whole class. A request over its limit passes over
+            // every class, so this saves a pair lookup per class.
+            let weight = t.slots[members[first] as usize].weight;
+            if !ask
+                .budget
+                .admits(MatchReason::NoPreemption, weight, ask.cached)
+            {
+                miss.limit = true;
+                continue;
+            }
+            for &si in &members[first..] {
+                let si = si as usize;
+                if st.slots[si].taken {
+                    continue;
+                }
+                match self.admit(t, st, ask, si, MatchReason::NoPreemption, &mut miss) {
+                    Admit::Take(c) => {
+                        chosen = Some(c);
+                        break 'entries;
+                    }
+                    // Every slot of this class costs the same.
+                    Admit::Limit => break,
+                    Admit::Skip => {}
+                }
+            }
+        }
+        self.walks.insert(ask.ac, walk);
+        self.open.insert(jc, open);
+        Some(chosen.map(|c| Self::chosen(t, st, ask, c)).ok_or(miss))
     }
 
     /// matchmakingAlgorithm with slots that change during the cycle: a fresh scan (the first

@@ -26,8 +26,9 @@
 //!   autoclusters, submitters' priorities, the pie's size);
 //! * [`State`]: what matches change (slots taken or carved, usage of submitters and groups,
 //!   concurrency limits in use, group allocations);
-//! * [`Caches`]: what is remembered only to go faster (pair evaluations per autocluster and
-//!   slot class, candidate lists, job views); dropping them changes nothing but speed;
+//! * [`Caches`]: what is remembered only to go faster (pair evaluations per job class and
+//!   slot class, candidate lists and orders, job views); dropping them changes nothing but
+//!   speed;
 //! * [`Figures`]: what is counted for the outcome (matches, rejections, why each submitter
 //!   stopped, the statistics' counters).
 //!
@@ -88,7 +89,7 @@ pub(super) struct Cycle<'a> {
 
 impl<'a> Cycle<'a> {
     /// Prepares a cycle (see [`super::prep`]).
-    fn new(
+    pub(super) fn new(
         input: &'a NegotiationInput,
         acct: &'a Accountant,
         cfg: &'a NegotiatorConfig,
@@ -105,7 +106,7 @@ impl<'a> Cycle<'a> {
 
     /// Phase 4 of negotiationTime: without groups, a floor round and the pie over every
     /// submitter; with groups, the allocation rounds.
-    fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         if self.tables.hgq {
             self.negotiate_groups();
         } else {
@@ -114,7 +115,7 @@ impl<'a> Cycle<'a> {
     }
 
     /// The outcome: what was matched, the figures and the statistics.
-    fn finish(self) -> Outcome {
+    pub(super) fn finish(self) -> Outcome {
         self.figures.into_outcome(&self.tables, &self.state)
     }
 }

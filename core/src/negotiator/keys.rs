@@ -196,16 +196,32 @@ pub(crate) fn view_key<'e>(view: impl Iterator<Item = Option<&'e Expr>>, extra: 
     h.finish()
 }
 
-/// A class's representative expressions (one per significant name) and the class id.
-type ClassRep = (Vec<Option<Expr>>, usize);
+/// One expression of a class's representative: a literal (cheap to keep: a number or a shared
+/// string), or a non-literal expression kept once for every class that has it (an index into
+/// [`Interner::shared`]): a heterogeneous pool has a class per slot, all with the same
+/// `Requirements`, and copying each class's expression trees was most of interning them.
+#[derive(Clone)]
+enum RepExpr {
+    Lit(Expr),
+    Shared(u32),
+}
 
-/// Interning of slot ads into classes: slots that agree on every significant name (and the
-/// partitionable flag) sort and match alike, so candidates are evaluated once per class.
-/// `(hash) -> [(representative's expressions, class id)]`; a hash hit is confirmed name by
-/// name, so a class never mixes different slots.
+/// A class's representative expressions (one per significant name), its extra key and the
+/// class id.
+type ClassRep = (Vec<Option<RepExpr>>, u64, usize);
+
+/// Interning of ads into classes: slots that agree on every significant name (and the
+/// partitionable flag) sort and match alike, so candidates are evaluated once per class; so do
+/// autoclusters that agree on them (job classes, see [`super::tables::AutoCluster::class`]).
+/// `(hash) -> [(representative's expressions, extra key, class id)]`; a hash hit is confirmed
+/// name by name and on the extra key, so a class never mixes different ads.
 #[derive(Default)]
 pub(crate) struct Interner {
     map: HashMap<u64, Vec<ClassRep>>,
+    /// The distinct non-literal expressions of the representatives.
+    shared: Vec<Expr>,
+    /// Structural hash -> indices into `shared`.
+    shared_by_hash: HashMap<u64, Vec<u32>, FxBuild>,
     pub count: usize,
 }
 
@@ -222,21 +238,42 @@ impl Interner {
     /// Class of an ad whose expressions for the significant names are `view`.
     pub fn intern_view(&mut self, view: &[Option<&Expr>], extra: u64) -> usize {
         let k = view_key(view.iter().copied(), extra);
-        let bucket = self.map.entry(k).or_default();
-        for (rep, id) in bucket.iter() {
-            let same = rep.iter().zip(view).all(|(x, y)| match (x, y) {
-                (Some(x), Some(y)) => x.same_as(y),
-                (None, None) => true,
-                _ => false,
-            });
-            if same {
-                return *id;
+        if let Some(bucket) = self.map.get(&k) {
+            for (rep, rep_extra, id) in bucket {
+                let same = *rep_extra == extra
+                    && rep.iter().zip(view).all(|(x, y)| match (x, y) {
+                        (Some(RepExpr::Lit(x)), Some(y)) => x.same_as(y),
+                        (Some(RepExpr::Shared(i)), Some(y)) => self.shared[*i as usize].same_as(y),
+                        (None, None) => true,
+                        _ => false,
+                    });
+                if same {
+                    return *id;
+                }
             }
         }
         let id = self.count;
         self.count += 1;
-        bucket.push((view.iter().map(|e| e.cloned()).collect(), id));
+        let rep = view.iter().map(|e| e.map(|e| self.rep_expr(e))).collect();
+        self.map.entry(k).or_default().push((rep, extra, id));
         id
+    }
+
+    /// `e` as a representative keeps it.
+    fn rep_expr(&mut self, e: &Expr) -> RepExpr {
+        if let Expr::Lit(_) = e {
+            return RepExpr::Lit(e.clone());
+        }
+        let mut h = FxHasher::default();
+        hash_expr(e, &mut h);
+        let known = self.shared_by_hash.entry(h.finish()).or_default();
+        if let Some(&i) = known.iter().find(|&&i| self.shared[i as usize].same_as(e)) {
+            return RepExpr::Shared(i);
+        }
+        let i = self.shared.len() as u32;
+        self.shared.push(e.clone());
+        known.push(i);
+        RepExpr::Shared(i)
     }
 }
 
@@ -275,6 +312,16 @@ impl<'e> AcTable<'e> {
 
     pub fn len(&self) -> usize {
         self.submitter.len()
+    }
+
+    /// Autocluster `id`'s representative expression for each significant name.
+    pub fn view(&self, id: usize) -> &[Option<&'e Expr>] {
+        &self.views[id * self.stride..(id + 1) * self.stride]
+    }
+
+    /// The fingerprint of autocluster `id`'s non-literal attributes.
+    pub fn fingerprint(&self, id: usize) -> u64 {
+        self.fingerprint[id]
     }
 
     /// Autocluster of a job (a new one is numbered `len()`), and whether it is new. `view`

@@ -33,8 +33,10 @@
 //!   the modified ones unless `MUST_MODIFY_REQUEST_EXPRS`).
 //!
 //! A pair's evaluation depends only on the job's autocluster and the slot's class (see
-//! [`super::keys`]), so [`super::candidates`] caches it per (autocluster, class); the
+//! [`super::keys`]), so [`super::candidates`] caches it per (job class, slot class), and each
+//! slot-side expression per (the autoclusters agreeing on what it reads, slot class); the
 //! preemption rules read the slot's own `CurrentRank` and user, so they are evaluated per slot.
+use super::config::NegotiatorConfig;
 use super::outcome::MatchReason;
 use super::scan::{eval_num, HName};
 use super::state::State;
@@ -104,9 +106,15 @@ impl RankConds {
     }
 }
 
-/// Does `job` match slot `si`, and how do they rank each other? `None` if they do not match.
-pub(super) fn eval_pair(t: &Tables, st: &State, job: &ClassAd, si: usize) -> Option<PairEval> {
-    let cfg = t.cfg;
+/// Does `job` match slot `si`, and how does the job rank it? `None` if they do not match;
+/// with a consumption policy, also what the match consumes. The rest of a pair's evaluation,
+/// the expressions evaluated with the slot as MY ([`SlotSide`]), is [`eval_slot_side`]'s.
+pub(super) fn eval_match(
+    t: &Tables,
+    st: &State,
+    job: &ClassAd,
+    si: usize,
+) -> Option<(f64, Option<Rc<Consumption>>)> {
     let slot = &st.slots[si].ad;
     let consumption = match &t.slots[si].cp {
         Some(assets) => {
@@ -123,6 +131,39 @@ pub(super) fn eval_pair(t: &Tables, st: &State, job: &ClassAd, si: usize) -> Opt
             None
         }
     };
+    Some((classad::rank(job, slot), consumption))
+}
+
+/// The expressions of a pair's evaluation that are evaluated with the slot as MY and the job
+/// as TARGET. Each can read only the names its references reach (in either ad), so its value
+/// is shared by the autoclusters that agree on those names (see
+/// [`super::tables::AutoCluster::slot_side`]); for the negotiator's ranks that is usually all
+/// of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum SlotSide {
+    /// `NEGOTIATOR_PRE_JOB_RANK`.
+    Pre = 0,
+    /// `NEGOTIATOR_POST_JOB_RANK`.
+    Post = 1,
+    /// The slot's own `Rank` of the job (the startd's rank).
+    Startd = 2,
+}
+
+impl SlotSide {
+    /// All of them, in [`SlotSide`] order.
+    pub const ALL: [SlotSide; 3] = [SlotSide::Pre, SlotSide::Post, SlotSide::Startd];
+}
+
+/// A slot-side expression of a matching pair: the negotiator's ranks rounded to `float` as
+/// HTCondor's EvalNegotiatorMatchRank does (an undefined or missing one is `-FLT_MAX`, always
+/// `Some`); the slot's Rank when it is a number (`MY.Rank` in the rank conditions), `None`
+/// when it is undefined or not a number.
+pub(super) fn eval_slot_side(
+    cfg: &NegotiatorConfig,
+    slot: &ClassAd,
+    job: &ClassAd,
+    which: SlotSide,
+) -> Option<f64> {
     let admin = |e: &Option<Expr>| match e {
         Some(e) => match slot.eval_expr_with(e, Some(job)).as_number() {
             Some(v) => v as f32 as f64,
@@ -130,11 +171,10 @@ pub(super) fn eval_pair(t: &Tables, st: &State, job: &ClassAd, si: usize) -> Opt
         },
         None => -f64::MAX,
     };
-    Some(PairEval {
-        job_rank: classad::rank(job, slot),
-        pre: admin(&cfg.pre_job_rank),
-        post: admin(&cfg.post_job_rank),
-        slot_rank: match slot
+    match which {
+        SlotSide::Pre => Some(admin(&cfg.pre_job_rank)),
+        SlotSide::Post => Some(admin(&cfg.post_job_rank)),
+        SlotSide::Startd => match slot
             .lookup("Rank")
             .map(|e| slot.eval_expr_with(e, Some(job)))
         {
@@ -142,8 +182,7 @@ pub(super) fn eval_pair(t: &Tables, st: &State, job: &ClassAd, si: usize) -> Opt
             Some(Value::Real(r)) => Some(r),
             _ => None,
         },
-        consumption,
-    })
+    }
 }
 
 /// HTCondor's rank conditions on a claimed slot, evaluated with the slot as MY and the job as

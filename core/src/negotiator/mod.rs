@@ -21,6 +21,7 @@
 //! | `groups.rs` | the group tree: quotas, fair share, surplus, remainders, strict quotas | GroupEntry.cpp: hgq_construct_tree, hgq_assign_quotas, hgq_fairshare, hgq_allocate_surplus, hgq_recover_remainders, hgq_round_robin, strict_enforce_quota |
 //! | `turn.rs` | one submitter's turn: its jobs' requests in order | negotiate (and the schedd's ScheddNegotiate) |
 //! | `candidates.rs` | a request's candidate slots, best first, and the choice | matchmakingAlgorithm, MatchListType, returnPslotToMatchList |
+//! | `spread.rs` | pair evaluations spread over every core, slot by slot | (matchmakingAlgorithm's scan) |
 //! | `matchmaking.rs` | one job and one slot: match, ranks, preemption rules, consumption, cost | IsAMatch, calculateRanks, SubmitterLimitPermits, cp_compute_consumption, cp_sufficient_assets, cp_override_requested, the startd's create_dslot |
 //! | `figures.rs` | counters and figures, and the outcome built from them | NegotiationCycleStats, publishNegotiationCycleStats |
 //! | `config.rs`, `limits.rs`, `outcome.rs` | the knobs, concurrency limits, the outcome's types | |
@@ -30,6 +31,8 @@ pub mod config;
 mod cycle;
 mod figures;
 mod groups;
+#[cfg(test)]
+mod job_class_tests;
 mod keys;
 pub mod limits;
 mod matchmaking;
@@ -37,6 +40,7 @@ pub mod outcome;
 mod pie;
 mod prep;
 mod scan;
+mod spread;
 mod state;
 mod tables;
 mod turn;

@@ -134,6 +134,10 @@ pub(super) fn prepare<'a>(
         }
     };
     // --- slots: one pass over each slot ad (they are read again only for classes)
+    // One slot and one job per fingerprint of non-literal attributes: between them they hold
+    // every expression of every ad (see `slot_side_classes`).
+    let (mut slot_fps, mut slot_fp_reps) = (HashSet::new(), Vec::new());
+    let (mut job_fps, mut job_fp_reps) = (HashSet::new(), Vec::new());
     let mut slots: Vec<SlotInfo> = Vec::new();
     let mut slot_ads: Vec<ClassAd> = Vec::new();
     for (i, ad) in input.slots.iter().enumerate() {
@@ -218,7 +222,11 @@ pub(super) fn prepare<'a>(
         } else {
             None
         };
-        visit(&ad, nonliteral_fingerprint(&ad), &mut names);
+        let fp = nonliteral_fingerprint(&ad);
+        if slot_fps.insert(fp) {
+            slot_fp_reps.push(slot_ads.len());
+        }
+        visit(&ad, fp, &mut names);
         slots.push(SlotInfo {
             input: i,
             name,
@@ -287,6 +295,9 @@ pub(super) fn prepare<'a>(
         let s = subs.get(&sname, &groups);
         let request_weight = scan.num(field::REQUEST_CPUS).unwrap_or(1.0).max(0.0);
         let fp = scan.fingerprint;
+        if job_fps.insert(fp) {
+            job_fp_reps.push(i);
+        }
         let known = names.len();
         visit(ad, fp, &mut names);
         if names.len() != known {
@@ -316,16 +327,50 @@ pub(super) fn prepare<'a>(
         });
         fps.push(fp);
     }
-    // Representatives: the first job of each autocluster, in input order.
+    // Representatives: the first job of each autocluster, in input order (the order the
+    // autocluster table numbered them in).
     let mut reps = vec![usize::MAX; acs.len()];
     let mut autoclusters = Vec::new();
+    // Job classes: autoclusters of any submitter that agree on every significant name and on
+    // their non-literal attributes match and rank alike, unless an expression reads the
+    // `Submitter*` attributes negotiate() gives each submitter's requests.
+    // What any expression can read, closed through every ad (the significant names are closed
+    // through each ad from fixed roots, which a chain across a slot and a job can escape).
+    let every_expression: Vec<&ClassAd> = slot_fp_reps
+        .iter()
+        .map(|&i| &slot_ads[i])
+        .chain(job_fp_reps.iter().map(|&i| &input.jobs[i]))
+        .collect();
+    let per_submitter = reach(names.iter().cloned().collect(), &every_expression)
+        .iter()
+        .any(|n| n.starts_with("submitter") && n != "submitter");
+    let mut job_classes = Interner::default();
     for j in &jobs {
         if reps[j.ac] == usize::MAX {
             reps[j.ac] = j.index;
+            debug_assert_eq!(
+                autoclusters.len(),
+                j.ac,
+                "autoclusters are numbered in job order"
+            );
+            let class = if per_submitter {
+                j.ac
+            } else {
+                job_classes.intern_view(acs.view(j.ac), acs.fingerprint(j.ac))
+            };
             autoclusters.push(AutoCluster {
                 rep: j.index,
                 submitter: j.submitter,
+                class,
+                slot_side: [class; 3],
             });
+        }
+    }
+    slot_side_classes(cfg, &sig, &acs, &every_expression, &mut autoclusters);
+    let mut job_classes = Vec::new();
+    for (id, ac) in autoclusters.iter().enumerate() {
+        if ac.class == job_classes.len() {
+            job_classes.push(id);
         }
     }
     let has_cp = slots.iter().any(|s| s.cp.is_some());
@@ -430,6 +475,8 @@ pub(super) fn prepare<'a>(
         acs: autoclusters,
         subs: sub_list,
         names: sig,
+        job_classes,
+        per_submitter,
         has_cp,
         hgq,
         volatile,
@@ -442,6 +489,64 @@ pub(super) fn prepare<'a>(
 
 /// The names an expression references: internal (`MY.` or bare) and external (`TARGET.`).
 type Refs = (Vec<String>, Vec<String>);
+
+/// The names reachable from `roots` through the expressions of `ads` (one ad per fingerprint
+/// of non-literal attributes holds every expression there is), in either ad.
+fn reach(roots: Vec<String>, ads: &[&ClassAd]) -> BTreeSet<String> {
+    let mut read: BTreeSet<String> = BTreeSet::new();
+    let mut todo = roots;
+    while let Some(n) = todo.pop() {
+        if read.contains(&n) {
+            continue;
+        }
+        for ad in ads {
+            if let Some(e) = ad.lookup(&n) {
+                let r = e.references();
+                todo.extend(r.internal.into_iter().chain(r.external));
+            }
+        }
+        read.insert(n);
+    }
+    read
+}
+
+/// [`AutoCluster::slot_side`]: for each slot-side expression, the names it can read in either
+/// ad (its references, closed through every expression of `ads`, one ad per fingerprint of
+/// non-literal attributes); autoclusters whose representatives agree on all of them share a
+/// class. When one of them is not significant (autoclusters and slot classes do not tell ads
+/// apart on it) the expression keeps the job classes.
+fn slot_side_classes(
+    cfg: &NegotiatorConfig,
+    sig: &[(String, u64)],
+    acs: &AcTable,
+    ads: &[&ClassAd],
+    autoclusters: &mut [AutoCluster],
+) {
+    let refs = |e: &Option<Expr>| -> Vec<String> {
+        e.as_ref().map_or_else(Vec::new, |e| {
+            let r = e.references();
+            r.internal.into_iter().chain(r.external).collect()
+        })
+    };
+    let roots = [
+        refs(&cfg.pre_job_rank),
+        refs(&cfg.post_job_rank),
+        vec!["rank".to_string()],
+    ];
+    for (w, roots) in roots.into_iter().enumerate() {
+        let read = reach(roots, ads);
+        let at: Option<Vec<usize>> = read
+            .iter()
+            .map(|n| sig.binary_search_by(|(s, _)| s.as_str().cmp(n)).ok())
+            .collect();
+        let Some(at) = at else { continue };
+        let mut classes = Interner::default();
+        for (id, ac) in autoclusters.iter_mut().enumerate() {
+            let view: Vec<Option<&Expr>> = at.iter().map(|&i| acs.view(id)[i]).collect();
+            ac.slot_side[w] = classes.intern_view(&view, 0);
+        }
+    }
+}
 
 /// The submitters met during preparation, in the order met (claimed slots' users, then the
 /// idle jobs' submitters, then users only named in `slot<N>_*` attributes).

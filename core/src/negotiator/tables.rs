@@ -37,6 +37,11 @@ pub(super) struct Tables<'a> {
     pub has_cp: bool,
     /// Hierarchical group quotas are configured (more groups than the root `<none>`).
     pub hgq: bool,
+    /// The first autocluster of each job class ([`AutoCluster::class`]), in class order.
+    pub job_classes: Vec<usize>,
+    /// Some expression can read a `Submitter*` attribute of the job as matched: each
+    /// autocluster is then a job class of its own, evaluated as its own submitter's request.
+    pub per_submitter: bool,
     /// Some expression reads a `*ResourcesInUse` attribute the negotiator inserts: those change
     /// with every match, so evaluations cannot be cached across matches.
     pub volatile: bool,
@@ -125,4 +130,17 @@ pub(super) struct AutoCluster {
     /// Index into the input job list of the representative job.
     pub rep: usize,
     pub submitter: usize,
+    /// Its job class: autoclusters (of any submitter) whose representatives agree on every
+    /// significant name and every non-literal attribute, so that they match, rank and cost
+    /// alike against any slot and share pair evaluations and candidate orders (see
+    /// [`super::candidates`]). Each autocluster is a class of its own when some expression
+    /// reads the `Submitter*` attributes of the job as matched.
+    pub class: usize,
+    /// Per slot-side expression ([`super::matchmaking::SlotSide`]: `NEGOTIATOR_PRE_JOB_RANK`,
+    /// `NEGOTIATOR_POST_JOB_RANK`, the slot's `Rank`), which autoclusters share its value
+    /// against a slot class: those whose representatives agree on every name the expression
+    /// can read, its references closed through every ad (usually all autoclusters for the
+    /// negotiator's ranks, which read only the slot). The job class when some name it can
+    /// read is not significant.
+    pub slot_side: [usize; 3],
 }
