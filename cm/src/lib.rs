@@ -8,4 +8,5 @@ pub mod daemon;
 pub mod knob;
 pub mod leader;
 pub mod metrics;
+pub mod policy;
 pub mod raft;

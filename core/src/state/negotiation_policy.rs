@@ -91,6 +91,12 @@ pub fn read_knobs(
     Ok(knobs)
 }
 
+/// The policy knobs of a loaded configuration ([`read_knobs`] over its files).
+pub fn config_knobs(cfg: &aerie_config::Config) -> Result<BTreeMap<String, String>, ConfigError> {
+    use crate::negotiator::config::{config_lookup, config_names};
+    read_knobs(&config_lookup(cfg), &config_names(cfg))
+}
+
 /// The negotiator configuration `knobs` describe (the inverse of [`read_knobs`]).
 pub fn negotiator_config(
     knobs: &BTreeMap<String, String>,
