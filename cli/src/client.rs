@@ -347,6 +347,22 @@ impl Client {
         })
     }
 
+    /// Asks the CM at `addr` to re-read its file and propose its policy (no failover: the
+    /// file is that CM's).
+    pub fn reconfig(&self, addr: &str) -> anyhow::Result<pb::ReconfigReply> {
+        let mut c = self.connect(addr)?;
+        let timeout = self.timeout;
+        self.rt.block_on(async move {
+            let mut req = tonic::Request::new(pb::ReconfigRequest {});
+            req.set_timeout(timeout);
+            match tokio::time::timeout(timeout, c.reconfig(req)).await {
+                Err(_) => bail!("{addr}: no answer within {:.1} s", timeout.as_secs_f64()),
+                Ok(Err(s)) => bail!("{addr}: {}", status_text(&s)),
+                Ok(Ok(r)) => Ok(r.into_inner()),
+            }
+        })
+    }
+
     pub fn snapshot(&self, addr: &str) -> anyhow::Result<u64> {
         let mut c = self.connect(addr)?;
         self.rt.block_on(async move {

@@ -15,7 +15,9 @@ mod jobs;
 mod negotiator;
 mod queue;
 mod quota;
+mod reconfig;
 mod schedd;
+mod snapshot;
 mod status;
 mod submit;
 mod userprio;
@@ -48,6 +50,11 @@ enum Command {
     Limit(quota::LimitArgs),
     /// The leader-run negotiation: pause, resume, cycle-now, status.
     Negotiator(negotiator::Args),
+    /// Make a CM re-read its configuration file and propose its negotiation policy, as
+    /// condor_reconfig does (the policy is replicated: every leader negotiates with it).
+    Reconfig(reconfig::Args),
+    /// Save the pool's replicated state to a file, or restore it into a running cluster.
+    Snapshot(snapshot::Args),
     /// Query the collector, as condor_status does (any CM answers).
     Status(status::Args),
     /// Run one negotiation cycle offline on condor_status/condor_q/condor_userprio dumps.
@@ -90,6 +97,8 @@ pub fn cli_main() -> i32 {
         Command::Limit(args) => quota::run_limit(args),
         Command::WhatIf(args) => whatif::run(args),
         Command::Negotiator(args) => negotiator::run(args),
+        Command::Reconfig(args) => reconfig::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
         Command::Status(args) => status::run(args),
         Command::Advertise(args) => advertise::run(args),
         Command::Submit(args) => submit::run(args),

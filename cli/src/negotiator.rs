@@ -83,16 +83,30 @@ pub fn render_status(v: &NegotiatorReport) -> String {
         "Negotiation: {}\n",
         if paused { "PAUSED" } else { "running" }
     ));
+    if v.policy_version == 0 {
+        out.push_str("Policy:      none replicated yet (the leader's own file)\n");
+    } else {
+        out.push_str(&format!(
+            "Policy:      version {} from {}\n",
+            v.policy_version,
+            if v.policy_source.is_empty() {
+                "unknown"
+            } else {
+                &v.policy_source
+            }
+        ));
+    }
     let cycles = &v.cycles;
     if cycles.is_empty() {
         out.push_str("No negotiation cycle recorded yet.\n");
         return out;
     }
     out.push_str(&format!(
-        "\n{:>5} {:>6} {:>6} {:>20} {:>8} {:>6} {:>6} {:>7} {:>8} {:>7}\n",
+        "\n{:>5} {:>6} {:>6} {:>6} {:>20} {:>8} {:>6} {:>6} {:>7} {:>8} {:>7}\n",
         "Term",
         "Cycle",
         "Leader",
+        "Policy",
         "Ended (UTC)",
         "Seconds",
         "Slots",
@@ -103,10 +117,11 @@ pub fn render_status(v: &NegotiatorReport) -> String {
     ));
     for c in cycles {
         out.push_str(&format!(
-            "{:>5} {:>6} {:>6} {:>20} {:>8.2} {:>6} {:>6} {:>7} {:>8} {:>7}\n",
+            "{:>5} {:>6} {:>6} {:>6} {:>20} {:>8.2} {:>6} {:>6} {:>7} {:>8} {:>7}\n",
             c.term,
             c.cycle,
             c.leader_id,
+            c.policy_version,
             utc(c.end_time),
             c.duration_seconds,
             c.slots,
@@ -166,13 +181,22 @@ mod tests {
                 matches: 3,
                 grants_accepted: 3,
                 grants_refused: 0,
+                policy_version: 7,
                 ..Default::default()
             }],
+            policy_version: 8,
+            policy_source: "127.0.0.1:9000:/etc/aerie.conf".into(),
         };
         let s = render_status(&v);
         assert!(s.contains("node 2 at 127.0.0.1:9000"), "{s}");
         assert!(s.contains("PAUSED"));
         assert!(s.contains("1970-01-02 00:00:00"), "{s}");
+        assert!(
+            s.contains("Policy:      version 8 from 127.0.0.1:9000:/etc/aerie.conf"),
+            "{s}"
+        );
+        let row = s.lines().last().unwrap();
+        assert!(row.split_whitespace().nth(3) == Some("7"), "{row}");
         let none = render_status(&NegotiatorReport::default());
         assert!(none.contains("none known") && none.contains("No negotiation cycle"));
     }

@@ -178,6 +178,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         .context("cannot start Raft")?;
 
     let leadership = Leadership::new(raft.clone(), args.id);
+    let file_policy = crate::policy::FilePolicy::new(args.config.clone(), cfg.as_ref())?;
     let admin = AdminService {
         id: args.id,
         addr: advertise.clone(),
@@ -186,6 +187,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         state,
         health,
         timeout: Duration::from_millis(args.admin_timeout_ms),
+        file_policy: file_policy.clone(),
     };
     // The collector: soft state on every node, relayed between CMs; absent ads via Raft.
     // A quorum's acknowledgement counts as fresh for a few election timeouts.
@@ -274,6 +276,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         admin.state.clone(),
         collector.service.table.clone(),
         cfg.as_ref(),
+        file_policy,
         Duration::from_millis(knobs.election_min_ms),
     )?);
 

@@ -8,5 +8,6 @@ pub mod daemon;
 pub mod knob;
 pub mod leader;
 pub mod metrics;
+pub mod policy;
 pub mod raft;
 pub mod security_cmd;

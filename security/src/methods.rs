@@ -63,6 +63,7 @@ pub const METHODS: &[Method] = &[
         "/aerie.admin.Admin/TriggerSnapshot",
         LevelOrPeer(Administrator),
     ),
+    m("/aerie.admin.Admin/Reconfig", LevelOrPeer(Administrator)),
     // The collector.
     m("/aerie.collector.Collector/Advertise", Advertise),
     m("/aerie.collector.Collector/AdvertiseStream", Advertise),

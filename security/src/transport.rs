@@ -221,6 +221,15 @@ pub fn local_server(
     Server::builder().layer(AuthorizeLayer::new(policy()))
 }
 
+/// This process as a caller of its own services (a CM proposing a command it makes itself):
+/// its certificate's identity, or `Anonymous` when insecure.
+pub fn own_caller() -> crate::Caller {
+    match transport() {
+        Transport::Tls(t) => crate::Caller::Daemon(t.identity.clone()),
+        _ => crate::Caller::Anonymous,
+    }
+}
+
 /// An endpoint to a `role` server at `addr` with the installed transport.
 pub fn endpoint(addr: &str, role: Role) -> Result<Endpoint, TransportError> {
     transport().endpoint(addr, role)

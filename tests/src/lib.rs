@@ -75,7 +75,7 @@ impl Cluster {
         let dir = tempfile::Builder::new()
             .prefix("aerie-cluster-")
             .tempdir()?;
-        Self::start_in(dir, bin, n, env, Vec::new())
+        Self::start_in(dir, bin, n, env, &|_| Vec::new())
     }
 
     /// Like [`Cluster::start`], every CM reading the HTCondor-syntax configuration `config`
@@ -91,13 +91,33 @@ impl Cluster {
             .tempdir()?;
         let path = dir.path().join("aerie.conf");
         std::fs::write(&path, config)?;
-        Self::start_in(
-            dir,
-            bin,
-            n,
-            env,
-            vec!["--config".into(), path.display().to_string()],
-        )
+        let args = vec!["--config".into(), path.display().to_string()];
+        Self::start_in(dir, bin, n, env, &|_| args.clone())
+    }
+
+    /// Like [`Cluster::start_with_config`], each CM reading a file of its own,
+    /// `config(id)`, written to [`Cluster::config_path`] (to be edited for `cmctl reconfig`).
+    pub fn start_with_configs(
+        bin: PathBuf,
+        n: u64,
+        env: &[(&str, &str)],
+        config: impl Fn(u64) -> String,
+    ) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("aerie-cluster-")
+            .tempdir()?;
+        let mut paths = Vec::new();
+        for id in 1..=n {
+            let path = dir.path().join(format!("node{id}.conf"));
+            std::fs::write(&path, config(id))?;
+            paths.push(vec!["--config".into(), path.display().to_string()]);
+        }
+        Self::start_in(dir, bin, n, env, &|id| paths[id as usize - 1].clone())
+    }
+
+    /// The configuration file of node `id` started by [`Cluster::start_with_configs`].
+    pub fn config_path(&self, id: u64) -> PathBuf {
+        self.dir.path().join(format!("node{id}.conf"))
     }
 
     fn start_in(
@@ -105,7 +125,7 @@ impl Cluster {
         bin: PathBuf,
         n: u64,
         env: &[(&str, &str)],
-        extra_args: Vec<String>,
+        extra_args: &dyn Fn(u64) -> Vec<String>,
     ) -> anyhow::Result<Self> {
         // The pool's credentials, inherited by every CM (AERIE_CREDENTIALS; each CM uses
         // its own cmN certificate).
@@ -157,7 +177,7 @@ impl Cluster {
                 "--data-dir".into(),
                 data_dir.display().to_string(),
             ];
-            args.extend(extra_args.iter().cloned());
+            args.extend(extra_args(*id));
             c.nodes.insert(
                 *id,
                 Node {

@@ -7,7 +7,10 @@ use aerie_core::accountant::{AccountantCommand, AccountantParams, Usage};
 use aerie_core::admin::{
     AdsQuery, CyclesQuery, NegotiatorQuery, PolicyQuery, StateQuery, SummaryQuery, UserprioQuery,
 };
-use aerie_core::state::{AdPut, AdRef, Command, CycleRecord, DrainRequest, Quota, FEATURE_VERSION};
+use aerie_core::state::backup::Backup;
+use aerie_core::state::{
+    AdPut, AdRef, Command, CycleRecord, DrainRequest, PolicyProposal, Quota, FEATURE_VERSION,
+};
 use aerie_tests::*;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -32,6 +35,8 @@ fn kind(c: &Command) -> &'static str {
         Command::SetFeatureVersion { .. } => "set_feature_version",
         Command::PutAds { .. } => "put_ads",
         Command::RemoveAds { .. } => "remove_ads",
+        Command::SetPolicy(_) => "set_policy",
+        Command::Restore(_) => "restore",
     }
 }
 
@@ -281,6 +286,27 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         .expect("ads")
         .is_empty());
 
+    // The negotiation policy (feature version 4), and a snapshot of the state restored.
+    let knobs: std::collections::BTreeMap<String, String> =
+        [("GROUP_NAMES", "group_a"), ("GROUP_QUOTA_group_a", "5")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    let reply = send(Command::SetPolicy(PolicyProposal {
+        knobs: knobs.clone(),
+        source: "test".into(),
+        time: now,
+    }))
+    .await;
+    assert!(reply.result_json.contains("\"version\":1"), "{reply:?}");
+    let before = query_retry(&r, StateQuery, within).await.expect("state");
+    assert_eq!(before.policy.as_ref().map(|p| &p.knobs), Some(&knobs));
+    assert_eq!(before.accountant.params().group_names, vec!["group_a"]);
+    send(Command::Restore(Box::new(Backup::of(&before)))).await;
+    let after = query_retry(&r, StateQuery, within).await.expect("state");
+    assert_eq!(after.accountant, before.accountant);
+    assert_eq!(after.policy.map(|p| (p.version, p.knobs)), Some((2, knobs)));
+
     // The negotiation's controls and records.
     let record = CycleRecord {
         term: 1,
@@ -341,6 +367,8 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         "set_feature_version",
         "put_ads",
         "remove_ads",
+        "set_policy",
+        "restore",
     ]
     .into_iter()
     .collect();

@@ -12,6 +12,7 @@
 mod cluster;
 pub mod error;
 mod forward;
+mod reconfig;
 
 use crate::raft::leadership::Leadership;
 use crate::raft::network::PeerHealth;
@@ -43,6 +44,8 @@ pub struct AdminService {
     pub cluster: ClusterId,
     /// How long a write or linearizable read waits for a leader and a quorum.
     pub timeout: Duration,
+    /// This CM's configuration file as a negotiation policy (`cmctl reconfig`).
+    pub file_policy: std::sync::Arc<crate::policy::FilePolicy>,
 }
 
 fn hint(l: LeaderInfo) -> pb::LeaderHint {
@@ -275,6 +278,18 @@ impl admin_server::Admin for AdminService {
             "admit",
             |_| true,
             cluster::admit(self, request.into_inner()),
+        )
+        .await
+    }
+
+    async fn reconfig(
+        &self,
+        _request: tonic::Request<pb::ReconfigRequest>,
+    ) -> Result<Response<pb::ReconfigReply>, Status> {
+        timed(
+            "reconfig",
+            |r: &pb::ReconfigReply| r.ok,
+            reconfig::reconfig(self),
         )
         .await
     }

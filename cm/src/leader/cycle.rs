@@ -83,15 +83,23 @@ impl Leader {
             return Ok(CycleEnd::Deposed { step: "confirm" });
         }
         phases.end("confirm", Instant::now());
-        let (paused, state_now, last_tick, use_slot_weights) = {
+        // The policy in force now is the one this cycle negotiates with and records.
+        let (paused, state_now, last_tick, cfg, policy_version, knobs) = {
             let a = self.state.read().unwrap_or_else(|p| p.into_inner());
+            let (cfg, version, warnings) = a.state.policy_config(&self.config);
+            for w in warnings {
+                tracing::warn!(term, cycle, "{w}");
+            }
             (
                 a.state.negotiator.paused,
                 a.state.now,
                 a.state.accountant.last_tick(),
-                self.config.use_slot_weights,
+                cfg,
+                version,
+                self.cycle_knobs(a.state.policy.as_ref()),
             )
         };
+        let use_slot_weights = cfg.use_slot_weights;
         if paused {
             return Ok(CycleEnd::Paused);
         }
@@ -107,7 +115,7 @@ impl Leader {
         }
 
         // 3. Charge usage up to now; time never runs backwards across leaders.
-        let max_step = (self.knobs.interval * 10).max(std::time::Duration::from_secs(600));
+        let max_step = (knobs.interval * 10).max(std::time::Duration::from_secs(600));
         let (now, clock) = tick_time(unix_now(), state_now, last_tick, max_step.as_secs() as i64);
         metrics::gauge!("aerie_negotiation_clock_offset_seconds").set(clock.offset as f64);
         if let Some(w) = clock.warning {
@@ -132,19 +140,11 @@ impl Leader {
         let jobs = fetch_jobs(aps, term, cycle, &name, self.knobs.ap_timeout).await;
         phases.end("requests", Instant::now());
 
-        // 5. The replicated policy over the file's configuration.
-        let (cfg, acct, prev_end) = {
+        // 5. The ledger after the tick (the policy was taken at step 1).
+        let (acct, prev_end) = {
             let a = self.state.read().unwrap_or_else(|p| p.into_inner());
             let s = &a.state;
-            let (cfg, warnings) = s.negotiator_config(self.config.clone());
-            for w in warnings {
-                tracing::warn!(term, cycle, "{w}");
-            }
-            (
-                cfg,
-                s.accountant.clone(),
-                s.cycles.back().map(|r| r.end_time),
-            )
+            (s.accountant.clone(), s.cycles.back().map(|r| r.end_time))
         };
 
         // 6. Negotiate off the async threads.
@@ -157,7 +157,7 @@ impl Leader {
         };
         // Bounded in time: every evaluation is bounded (classad::MAX_EVAL_STEPS), but many
         // expensive ones can still add up. A thread cannot be stopped; its outcome is dropped.
-        let limit = self.knobs.max_cycle_time;
+        let limit = knobs.max_cycle_time;
         let task = tokio::task::spawn_blocking(move || negotiate(&input, &acct, &cfg, now));
         let outcome = match tokio::time::timeout(limit, task).await {
             Err(_) => {
@@ -238,6 +238,7 @@ impl Leader {
                 .map(|(k, v)| (k, v as u64))
                 .collect(),
             requested,
+            policy_version,
         };
         match self.commit(Command::RecordCycle(record.clone())).await? {
             None => return Ok(CycleEnd::Deposed { step: "record" }),

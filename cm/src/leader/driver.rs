@@ -32,10 +32,21 @@ pub(super) async fn cycles(l: &Leader, term: u64, timing: &mut Timing) {
         addr: l.addr.clone(),
         ..Default::default()
     };
+    // The timing of the replicated policy, recomputed when its version changes.
+    let mut timing_of: Option<(u64, super::Knobs)> = None;
     while l.leadership.leads(term) {
-        let (requests, last_in_term) = {
+        let (requests, last_in_term, knobs) = {
             let a = l.state.read().unwrap_or_else(|p| p.into_inner());
             let s = &a.state;
+            let version = s.policy.as_ref().map_or(0, |p| p.version);
+            let knobs = match &timing_of {
+                Some((v, k)) if *v == version => k.clone(),
+                _ => {
+                    let k = l.cycle_knobs(s.policy.as_ref());
+                    timing_of = Some((version, k.clone()));
+                    k
+                }
+            };
             (
                 s.negotiator.cycle_requests,
                 s.cycles
@@ -44,20 +55,19 @@ pub(super) async fn cycles(l: &Leader, term: u64, timing: &mut Timing) {
                     .find(|r| r.term == term)
                     .map(|r| r.cycle)
                     .unwrap_or(0),
+                knobs,
             )
         };
         let now = Instant::now();
         let poked = requests > seen_requests;
-        let gap_ok = timing
-            .last_end
-            .is_none_or(|e| now >= e + l.knobs.cycle_delay);
+        let gap_ok = timing.last_end.is_none_or(|e| now >= e + knobs.cycle_delay);
         if !((now >= next_due || poked) && gap_ok) {
             tokio::time::sleep(POLL).await;
             continue;
         }
         seen_requests = requests;
         let cycle = last_cycle.max(last_in_term) + 1;
-        next_due = now + l.knobs.interval;
+        next_due = now + knobs.interval;
         match l.run_cycle(term, cycle, seen_requests).await {
             Ok(CycleEnd::Completed(c)) => {
                 last_cycle = cycle;

@@ -2,8 +2,9 @@
 //! term, runs that term's duties side by side until the term ends, and waits again.
 //!
 //! The duties of a term, each ending by itself once the CM no longer leads it:
-//! * [`params`]: commit the accountant parameters of the configuration file when the
-//!   replicated ledger's differ (once per term);
+//! * [`policy`]: seed the replicated negotiation policy from this CM's file when the state
+//!   has none (before the cluster supports it, [`params`]: commit the file's accountant
+//!   parameters when the ledger's differ);
 //! * [`features`]: raise the cluster's feature version once every member supports it;
 //! * [`absent`]: commit absent and offline ads the collector found, and remove them when the
 //!   machine is back or they expire, so they survive any crash;
@@ -20,8 +21,9 @@
 //! 3. commit an accountant tick with the usage of the claimed slots ([`tick`]), at the
 //!    leader's time, never earlier than any committed time;
 //! 4. ask every access point for its idle jobs, concurrently, with a deadline ([`requests`]);
-//! 5. lay the replicated runtime policy over the configured negotiator settings
-//!    (`PoolState::negotiator_config`);
+//! 5. negotiate with the replicated policy (or, before one is seeded, this CM's file) with
+//!    the runtime overrides laid over it (`PoolState::policy_config`); the cycle record names
+//!    the policy version;
 //! 6. run the pure negotiator (`aerie_core::negotiator`) off the async threads; stop if
 //!    deposed meanwhile;
 //! 7. confirm leadership again, right before delivery, and send each access point the grants
@@ -41,6 +43,7 @@ pub mod grants;
 pub mod knobs;
 pub mod negotiator_ad;
 mod params;
+mod policy;
 pub mod requests;
 pub mod snapshot;
 mod stats;
@@ -50,11 +53,13 @@ pub use cycle::{Completed, CycleEnd, CycleError};
 pub use knobs::Knobs;
 
 use crate::collector::service::SharedTable;
+use crate::policy::FilePolicy;
 use crate::raft::leadership::Leadership;
 use crate::raft::store::SharedState;
 use crate::raft::NodeId;
 use aerie_core::accountant::AccountantParams;
 use aerie_core::negotiator::NegotiatorConfig;
+use aerie_core::state::NegotiationPolicy;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,12 +75,15 @@ pub struct Leader {
     pub state: SharedState,
     /// This CM's collector table.
     pub table: SharedTable,
-    /// The configuration file's negotiator settings (runtime policy is laid over them).
+    /// The configuration file's negotiator settings, used until a replicated policy exists.
     pub config: NegotiatorConfig,
+    /// The configuration file as a negotiation policy (seeds the replicated one).
+    pub file_policy: Arc<FilePolicy>,
     /// The configuration file's accountant parameters, committed when the ledger's differ;
     /// `None` without a configuration file (the ledger's stay).
     pub accountant_params: Option<AccountantParams>,
-    /// Cycle timing.
+    /// Cycle timing from the file and environment (the replicated policy's timing, with the
+    /// environment winning, once there is one: [`Leader::cycle_knobs`]).
     pub knobs: Knobs,
     /// How often absent and offline ads are looked at.
     pub absent_sweep: Duration,
@@ -95,6 +103,7 @@ impl Leader {
         state: SharedState,
         table: SharedTable,
         cfg: Option<&aerie_config::Config>,
+        file_policy: Arc<FilePolicy>,
         election_min: Duration,
     ) -> anyhow::Result<Self> {
         let config = match cfg {
@@ -117,6 +126,7 @@ impl Leader {
             state,
             table,
             config,
+            file_policy,
             accountant_params,
             knobs,
             absent_sweep: crate::collector::service::SWEEP_INTERVAL,
@@ -125,9 +135,45 @@ impl Leader {
     }
 }
 
-/// Starts the leader's loop; it runs until the task is aborted or Raft shuts down.
+impl Leader {
+    /// The cycle timing for `policy`: its `NEGOTIATOR_INTERVAL`, `NEGOTIATOR_CYCLE_DELAY` and
+    /// `NEGOTIATOR_MAX_TIME_PER_CYCLE` (the environment still winning, for tests), this CM's
+    /// own without a policy or when the policy's do not read.
+    pub fn cycle_knobs(&self, policy: Option<&NegotiationPolicy>) -> Knobs {
+        let Some(p) = policy else {
+            return self.knobs.clone();
+        };
+        let mut cfg = aerie_config::Config::empty(aerie_config::Context::subsystem("NEGOTIATOR"));
+        let read = aerie_core::state::negotiation_policy::CYCLE_KNOBS
+            .iter()
+            .filter_map(|k| p.knobs.get(*k).map(|v| (k, v)))
+            .try_for_each(|(k, v)| cfg.set(k, v).map_err(|e| e.to_string()))
+            .and_then(|()| {
+                Knobs::read(&crate::knob::Knobs::new(Some(&cfg))).map_err(|e| e.to_string())
+            });
+        match read {
+            Ok(k) => Knobs {
+                ap_timeout: self.knobs.ap_timeout,
+                ..k
+            },
+            Err(e) => {
+                tracing::warn!(policy_version = p.version, error = %e, "replicated cycle timing unusable; using this CM's");
+                self.knobs.clone()
+            }
+        }
+    }
+}
+
+/// Starts the leader's loop, and on every CM the check of its file against the replicated
+/// policy; they run until the task is aborted or Raft shuts down.
 pub fn spawn(leader: Leader) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(Arc::new(leader)))
+    let watch = crate::policy::watch(leader.state.clone(), leader.file_policy.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = watch => {}
+            _ = run(Arc::new(leader)) => {}
+        }
+    })
 }
 
 /// Waits for each term this CM leads and runs its duties until the term ends.
@@ -138,7 +184,7 @@ async fn run(l: Arc<Leader>) {
         stats::set_leader(true);
         tracing::info!(term, "leader: negotiation starts");
         tokio::join!(
-            params::sync(&l, term),
+            policy::seed(&l, term),
             features::raise(&l, term),
             absent::commit_while_leading(&l, term),
             drains::deliver_while_leading(&l, term),

@@ -1,8 +1,9 @@
 //! The accountant's parameters (`PRIORITY_HALFLIFE`, `DEFAULT_PRIO_FACTOR`, group factors...)
 //! come from configuration files, but every replica must decay and charge with the same
-//! ones, so they live in the replicated ledger. Once per term the leader compares the
-//! ledger's with its own file's and commits `SetParams` when they differ: the file of the CM
-//! that leads wins, as HTCondor's negotiator's own file does.
+//! ones, so they live in the replicated ledger. Until the replicated negotiation policy exists
+//! (which carries them, see `policy.rs`), once per term the leader compares the ledger's with
+//! its own file's and commits `SetParams` when they differ: the file of the CM that leads
+//! wins, as HTCondor's negotiator's own file does. Once there is a policy, this does nothing.
 use super::Leader;
 use crate::raft::propose::propose;
 use aerie_core::accountant::AccountantCommand;
@@ -26,7 +27,7 @@ pub(super) async fn sync(l: &Leader, term: u64) {
         }
         let differs = {
             let a = l.state.read().unwrap_or_else(|p| p.into_inner());
-            a.state.accountant.params() != params
+            a.state.policy.is_none() && a.state.accountant.params() != params
         };
         if !differs {
             return;

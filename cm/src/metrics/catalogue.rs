@@ -133,6 +133,8 @@ pub const CATALOGUE: &[Desc] = &[
     d("aerie_negotiation_last_cycle_idle_jobs", G, &[], "all", "Idle jobs the access points offered to the last committed cycle."),
     d("aerie_negotiation_last_cycle_access_points_failed", G, &[], "all", "Access points that did not answer the last committed cycle."),
     d("aerie_negotiation_last_cycle_submitter_matches", G, &["submitter"], "all", "Matches per submitter in the last committed cycle."),
+    d("aerie_negotiation_last_cycle_policy_version", G, &[], "all", "Version of the replicated negotiation policy the last committed cycle used (0: none replicated)."),
+    d("aerie_negotiation_policy_version", G, &[], "all", "Version of the replicated negotiation policy in force (0: none yet; cmctl reconfig raises it)."),
     // The accountant, from the replicated state (condor_userprio).
     d("aerie_accountant_priority", G, &["submitter"], "all", "Real user priority (decayed usage, at least 0.5)."),
     d("aerie_accountant_effective_priority", G, &["submitter"], "all", "Effective user priority: real priority times the factor (lower gets more)."),

@@ -34,11 +34,18 @@ fn s(name: &'static str, labels: Vec<(&'static str, String)>, value: f64) -> Sam
 
 /// The replicated state's gauges.
 pub fn of_state(state: &PoolState) -> Vec<Sample> {
-    let mut out = vec![s(
-        "aerie_negotiation_paused",
-        vec![],
-        if state.negotiator.paused { 1.0 } else { 0.0 },
-    )];
+    let mut out = vec![
+        s(
+            "aerie_negotiation_paused",
+            vec![],
+            if state.negotiator.paused { 1.0 } else { 0.0 },
+        ),
+        s(
+            "aerie_negotiation_policy_version",
+            vec![],
+            state.policy.as_ref().map_or(0.0, |p| p.version as f64),
+        ),
+    ];
     let last = state.cycles.back();
     let fig = |f: fn(&aerie_core::state::CycleRecord) -> f64| last.map(f).unwrap_or(0.0);
     for (name, value) in [
@@ -65,6 +72,10 @@ pub fn of_state(state: &PoolState) -> Vec<Sample> {
         (
             "aerie_negotiation_last_cycle_access_points_failed",
             fig(|r| r.access_points_failed as f64),
+        ),
+        (
+            "aerie_negotiation_last_cycle_policy_version",
+            fig(|r| r.policy_version as f64),
         ),
     ] {
         out.push(s(name, vec![], value));
@@ -403,6 +414,7 @@ mod tests {
             start_time: 1_000,
             end_time: 1_002,
             matches: 5,
+            policy_version: 3,
             ..Default::default()
         };
         rec.matched_by_submitter.insert("alice@pool".into(), 5);
@@ -415,5 +427,12 @@ mod tests {
         );
         let by_submitter = "aerie_negotiation_last_cycle_submitter_matches";
         assert_eq!(value(&out, by_submitter, &alice), Some(5.0));
+        let used = "aerie_negotiation_last_cycle_policy_version";
+        assert_eq!(value(&out, used, &[]), Some(3.0));
+        assert_eq!(
+            value(&out, "aerie_negotiation_policy_version", &[]),
+            Some(0.0),
+            "none replicated"
+        );
     }
 }

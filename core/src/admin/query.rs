@@ -207,6 +207,12 @@ pub struct NegotiatorReport {
     pub cycle_requests: u64,
     /// The latest [`NEGOTIATOR_STATUS_CYCLES`] cycle records, oldest first.
     pub cycles: Vec<CycleRecord>,
+    /// The version of the replicated negotiation policy in force (0: none yet).
+    #[serde(default)]
+    pub policy_version: u64,
+    /// Who proposed that policy (CM address and file).
+    #[serde(default)]
+    pub policy_source: String,
 }
 
 impl NegotiatorQuery {
@@ -217,6 +223,12 @@ impl NegotiatorQuery {
             paused: state.negotiator.paused,
             cycle_requests: state.negotiator.cycle_requests,
             cycles: state.cycles.iter().skip(skip).cloned().collect(),
+            policy_version: state.policy.as_ref().map_or(0, |p| p.version),
+            policy_source: state
+                .policy
+                .as_ref()
+                .map(|p| p.source.clone())
+                .unwrap_or_default(),
         }
     }
 }

@@ -465,14 +465,23 @@ impl NegotiatorConfig {
     /// Reads the configuration from the `aerie-config` crate. A knob set to nothing is found
     /// empty (an expression knob then has no expression, as HTCondor's param() gives none).
     pub fn from_config(cfg: &aerie_config::Config) -> Result<Self, ConfigError> {
-        let names: Vec<String> = cfg.entries().map(|e| e.name.clone()).collect();
-        let lookup = |k: &str| match cfg.expanded(k) {
-            Ok(Some(v)) => Some(v),
-            Ok(None) => cfg.lookup(k).map(|_| String::new()),
-            Err(_) => None,
-        };
-        Self::from_lookup(&lookup, &names)
+        Self::from_lookup(&config_lookup(cfg), &config_names(cfg))
     }
+}
+
+/// How the negotiator reads a knob of `cfg`: macro-expanded, a knob set to nothing found
+/// empty, an unexpandable one not found.
+pub fn config_lookup(cfg: &aerie_config::Config) -> impl Fn(&str) -> Option<String> + '_ {
+    |k: &str| match cfg.expanded(k) {
+        Ok(Some(v)) => Some(v),
+        Ok(None) => cfg.lookup(k).map(|_| String::new()),
+        Err(_) => None,
+    }
+}
+
+/// The knobs `cfg`'s files (and overrides) define.
+pub fn config_names(cfg: &aerie_config::Config) -> Vec<String> {
+    cfg.entries().map(|e| e.name.clone()).collect()
 }
 
 /// Comma- or space-separated list.

@@ -3,6 +3,8 @@
 //! Log entries are stored and shipped as JSON. Each entry is a [`Request`] with a version tag:
 //! a later binary that changes a command's shape keeps decoding `v: 1` entries (new fields get
 //! `#[serde(default)]`, renamed commands keep an alias) so old logs still apply after upgrades.
+use super::backup::Backup;
+use super::negotiation_policy::PolicyProposal;
 use super::policy::{CycleRecord, DrainRequest, Quota};
 use crate::accountant::AccountantCommand;
 use serde::{Deserialize, Serialize};
@@ -18,7 +20,9 @@ pub const COMMAND_VERSION: u32 = 1;
 ///
 /// 1: the commands up to `RequestCycle`. 2: `SetFeatureVersion`, `PutAds`, `RemoveAds`.
 /// 3: `RequestDrain` with a request id, `-start`, `-check` and `-resume-on-completion`.
-pub const FEATURE_VERSION: u32 = 3;
+/// 4: `SetPolicy` (the replicated negotiation policy, `cmctl reconfig`) and `Restore`
+/// (`cmctl snapshot restore`).
+pub const FEATURE_VERSION: u32 = 4;
 
 /// One log entry's application data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,6 +128,12 @@ pub enum Command {
         /// The ads, by bucket and name.
         ads: Vec<AdRef>,
     },
+    /// Replace the negotiation policy (seeded from the first leader's file, then
+    /// `cmctl reconfig`); the ledger's parameters follow it. Feature version 4.
+    SetPolicy(PolicyProposal),
+    /// Put back what a pool snapshot holds (`cmctl snapshot restore`): the ledger, the
+    /// policy, the runtime overrides, drain requests and absent ads. Feature version 4.
+    Restore(Box<Backup>),
 }
 
 /// One absent or offline ad to store (see [`Command::PutAd`]).
@@ -167,6 +177,8 @@ impl Command {
             Command::SetFeatureVersion { .. } => "set_feature_version",
             Command::PutAds { .. } => "put_ads",
             Command::RemoveAds { .. } => "remove_ads",
+            Command::SetPolicy(_) => "set_policy",
+            Command::Restore(_) => "restore",
         }
     }
 
@@ -182,6 +194,7 @@ impl Command {
                 | Command::PutAd { .. }
                 | Command::PutAds { .. }
                 | Command::SetFeatureVersion { .. }
+                | Command::SetPolicy(_)
         )
     }
 
@@ -190,6 +203,7 @@ impl Command {
         match self {
             Command::PutAds { .. } | Command::RemoveAds { .. } => 2,
             Command::RequestDrain(d) if d.has_v3_fields() => 3,
+            Command::SetPolicy(_) | Command::Restore(_) => 4,
             _ => 1,
         }
     }
@@ -218,6 +232,21 @@ pub enum CommandResult {
         cycle_requests: u64,
         /// Whether negotiation is paused.
         paused: bool,
+    },
+    /// `SetPolicy`: the policy version now in force and the knobs that changed (none when the
+    /// proposal equals the policy in force, whose version then stays).
+    PolicySet {
+        /// The version in force.
+        version: u64,
+        /// Knobs whose values changed.
+        changed: Vec<String>,
+    },
+    /// `Restore`: what was put back.
+    Restored {
+        /// Submitters and groups in the restored ledger.
+        submitters: usize,
+        /// The policy version in force afterwards (0: none).
+        policy_version: u64,
     },
 }
 

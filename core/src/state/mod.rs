@@ -7,7 +7,9 @@
 //!
 //! A command the state refuses (unknown submitter, bad value) is still a committed log entry:
 //! it changes nothing and its [`CommandResponse`] carries the reason.
+pub mod backup;
 mod command;
+pub mod negotiation_policy;
 mod overlay;
 mod policy;
 
@@ -15,6 +17,7 @@ pub use command::{
     AdPut, AdRef, Command, CommandResponse, CommandResult, Request, COMMAND_VERSION,
     FEATURE_VERSION,
 };
+pub use negotiation_policy::{NegotiationPolicy, PolicyProposal};
 pub use overlay::overlay_policy;
 pub use policy::{
     AdRecord, CycleRecord, DrainRequest, GroupPolicy, NegotiatorControl, Quota, MAX_CYCLE_RECORDS,
@@ -56,6 +59,10 @@ pub struct PoolState {
     /// The cluster's feature version: the commands it may carry (see [`FEATURE_VERSION`]).
     #[serde(default = "first_feature_version")]
     pub feature_version: u32,
+    /// The negotiation policy every leader negotiates with (`None` until the first leader
+    /// with a configuration file seeds it; states from before feature version 4 have none).
+    #[serde(default)]
+    pub policy: Option<NegotiationPolicy>,
 }
 
 fn first_feature_version() -> u32 {
@@ -82,6 +89,7 @@ impl PoolState {
             now: 0,
             applied_commands: 0,
             feature_version: first_feature_version(),
+            policy: None,
         }
     }
 
@@ -255,6 +263,8 @@ impl PoolState {
                 self.now = self.now.max(rec.end_time);
                 Ok(None)
             }
+            Command::SetPolicy(p) => self.set_policy(p).map(Some),
+            Command::Restore(b) => self.restore(b).map(Some),
             Command::SetNegotiatorPaused { paused } => {
                 self.negotiator.paused = *paused;
                 Ok(None)

@@ -1,12 +1,38 @@
-//! The configuration a leader negotiates with: its configuration file's `NegotiatorConfig`
-//! with the replicated runtime policy (`cmctl quota`, `cmctl limit`) laid over it, so every
-//! leader negotiates with the same policy whatever its own file says.
+//! The configuration a leader negotiates with: the replicated negotiation policy (or, before
+//! one is seeded, its configuration file's `NegotiatorConfig`) with the replicated runtime
+//! overrides (`cmctl quota`, `cmctl limit`) laid over it, so every leader negotiates with the
+//! same policy whatever its own file says.
 use super::{GroupPolicy, PoolState, Quota};
 use crate::accountant::AccountantParams;
 use crate::negotiator::{GroupQuota, NegotiatorConfig};
 use std::collections::BTreeMap;
 
 impl PoolState {
+    /// The configuration to negotiate with: the replicated policy's when there is one (else
+    /// `file`, the leader's own), with the runtime overrides laid over it; the policy version
+    /// used (0: the file's); one warning per override that could not apply.
+    pub fn policy_config(&self, file: &NegotiatorConfig) -> (NegotiatorConfig, u64, Vec<String>) {
+        let mut early = Vec::new();
+        let (base, version) = match &self.policy {
+            Some(p) => match super::negotiation_policy::negotiator_config(&p.knobs) {
+                Ok(c) => (c, p.version),
+                // Checked when committed, so only a state from a binary that read the knobs
+                // differently gets here: negotiate with the file's, loudly.
+                Err(e) => {
+                    early.push(format!(
+                        "replicated policy version {} unusable ({e}); using this CM's file",
+                        p.version
+                    ));
+                    (file.clone(), 0)
+                }
+            },
+            None => (file.clone(), 0),
+        };
+        let (cfg, mut warnings) = self.negotiator_config(base);
+        early.append(&mut warnings);
+        (cfg, version, early)
+    }
+
     /// `base` with this state's ledger parameters, group policy and limits laid over it (see
     /// [`overlay_policy`]), and one warning per override that could not apply.
     pub fn negotiator_config(&self, base: NegotiatorConfig) -> (NegotiatorConfig, Vec<String>) {

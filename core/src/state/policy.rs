@@ -144,6 +144,10 @@ pub struct CycleRecord {
     /// with `requested >= n` served the n-th request).
     #[serde(default)]
     pub requested: u64,
+    /// The version of the replicated negotiation policy the cycle used (0: none was
+    /// replicated yet, the leader's own file).
+    #[serde(default)]
+    pub policy_version: u64,
 }
 
 /// The operator's controls of the leader-run negotiation (`cmctl negotiator ...`).

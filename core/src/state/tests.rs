@@ -273,3 +273,141 @@ fn new_commands_wait_for_the_cluster_feature_version() {
     let old: PoolState = serde_json::from_value(j).unwrap();
     assert_eq!(old.feature_version, 1);
 }
+
+fn proposal(kv: &[(&str, &str)]) -> Command {
+    Command::SetPolicy(PolicyProposal {
+        knobs: kv
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        source: "cm1:/etc/aerie.conf".into(),
+        time: 5,
+    })
+}
+
+fn policy_version(r: &CommandResponse) -> u64 {
+    match &r.result {
+        Some(CommandResult::PolicySet { version, .. }) => *version,
+        other => panic!("not a PolicySet answer: {other:?} ({r:?})"),
+    }
+}
+
+/// Issue 18.7: the policy is replicated, versioned, carries the ledger's parameters, and a
+/// bad one is refused without a change.
+#[test]
+fn set_policy_versions_the_policy_and_sets_the_ledger_parameters() {
+    let mut s = PoolState::default();
+    let first = [
+        ("GROUP_NAMES", "group_a"),
+        ("GROUP_QUOTA_group_a", "10"),
+        ("PRIORITY_HALFLIFE", "600"),
+    ];
+    let r = s.apply(&req(proposal(&first)));
+    assert!(!r.ok && r.error.contains("feature version 4"), "{r:?}");
+    assert!(s.policy.is_none());
+    assert!(s.apply(&req(Command::SetFeatureVersion { version: 4 })).ok);
+    let r = s.apply(&req(proposal(&first)));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(policy_version(&r), 1);
+    assert_eq!(s.accountant.params().priority_halflife, 600.0);
+    assert_eq!(
+        s.accountant.params().group_names,
+        vec!["group_a".to_string()]
+    );
+    // The same knobs again: nothing changes, the version stays.
+    let r = s.apply(&req(proposal(&first)));
+    assert_eq!(policy_version(&r), 1);
+    // A new quota: version 2, the change named, the cycle's configuration follows.
+    let second = [
+        ("GROUP_NAMES", "group_a"),
+        ("GROUP_QUOTA_group_a", "25"),
+        ("PRIORITY_HALFLIFE", "600"),
+    ];
+    let r = s.apply(&req(proposal(&second)));
+    assert_eq!(
+        r.result,
+        Some(CommandResult::PolicySet {
+            version: 2,
+            changed: vec!["GROUP_QUOTA_group_a".into()]
+        })
+    );
+    let file = crate::negotiator::NegotiatorConfig::default();
+    let (cfg, version, warnings) = s.policy_config(&file);
+    assert_eq!((version, warnings.len()), (2, 0));
+    assert_eq!(
+        cfg.groups[0].quota,
+        crate::negotiator::GroupQuota::Static(25.0)
+    );
+    // A runtime override still wins over the replicated policy.
+    assert!(
+        s.apply(&req(Command::SetQuota {
+            group: "group_a".into(),
+            quota: Some(Quota::Static(3.0)),
+        }))
+        .ok
+    );
+    let (cfg, _, _) = s.policy_config(&file);
+    assert_eq!(
+        cfg.groups[0].quota,
+        crate::negotiator::GroupQuota::Static(3.0)
+    );
+    // A bad knob is refused, naming it; the policy in force stays.
+    let before = s.clone();
+    let r = s.apply(&req(proposal(&[("GROUP_ACCEPT_SURPLUS", "perhaps")])));
+    assert!(!r.ok && r.error.contains("GROUP_ACCEPT_SURPLUS"), "{r:?}");
+    assert_eq!(s.policy, before.policy);
+    assert_eq!(s.accountant, before.accountant);
+    // A state from before the replicated policy reads back without one.
+    let mut j = serde_json::to_value(PoolState::default()).unwrap();
+    j.as_object_mut().unwrap().remove("policy");
+    assert_eq!(serde_json::from_value::<PoolState>(j).unwrap().policy, None);
+}
+
+/// Issue 18.5: a restore puts back the ledger, the policy (at a newer version) and the
+/// overrides; one with a bad part changes nothing.
+#[test]
+fn restore_puts_back_a_saved_pool_and_a_bad_one_changes_nothing() {
+    let mut saved = PoolState::default();
+    saved.apply(&req(Command::SetFeatureVersion { version: 4 }));
+    saved.apply(&req(proposal(&[("PRIORITY_HALFLIFE", "900")])));
+    saved.apply(&req(Command::Accountant(
+        crate::accountant::AccountantCommand::SetFactor {
+            name: "alice@x".into(),
+            value: 42.0,
+        },
+    )));
+    saved.apply(&req(Command::SetLimit {
+        name: "license".into(),
+        limit: Some(2.0),
+    }));
+    let backup = backup::Backup::of(&saved);
+
+    let mut fresh = PoolState::default();
+    fresh.apply(&req(Command::SetFeatureVersion { version: 4 }));
+    fresh.apply(&req(proposal(&[("PRIORITY_HALFLIFE", "60")])));
+    fresh.apply(&req(proposal(&[("PRIORITY_HALFLIFE", "70")])));
+    let r = fresh.apply(&req(Command::Restore(Box::new(backup.clone()))));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(
+        r.result,
+        Some(CommandResult::Restored {
+            submitters: 1,
+            policy_version: 3
+        })
+    );
+    assert_eq!(fresh.accountant, saved.accountant);
+    assert_eq!(
+        fresh.policy.as_ref().map(|p| &p.knobs),
+        saved.policy.as_ref().map(|p| &p.knobs)
+    );
+    assert_eq!(fresh.limits["license"], 2.0);
+
+    let mut bad = backup;
+    bad.limits.insert("license".into(), f64::NAN);
+    let before = fresh.clone();
+    let r = fresh.apply(&req(Command::Restore(Box::new(bad))));
+    assert!(!r.ok && r.error.contains("license"), "{r:?}");
+    assert_eq!(fresh.accountant, before.accountant);
+    assert_eq!(fresh.policy, before.policy);
+    assert_eq!(fresh.limits, before.limits);
+}
