@@ -5,7 +5,8 @@
 //! parallel never share one; directories of processes that are gone are removed), points
 //! `AERIE_CREDENTIALS` at it so every daemon the test spawns inherits it, and installs the
 //! `harness` certificate, which holds every role, as the test process's own (it plays stand-in
-//! access points and execute nodes as well as the admin).
+//! access points and execute nodes as well as the admin). With `AERIE_INSECURE=1` set, it
+//! makes nothing and installs the plaintext transport instead (for A/B benchmarks).
 use crate::identity::Role;
 use crate::pki::{self, Holder};
 use std::path::{Path, PathBuf};
@@ -73,6 +74,12 @@ pub fn test_pool() -> &'static Path {
     static POOL: OnceLock<PathBuf> = OnceLock::new();
     POOL.get_or_init(|| {
         let parent = std::env::temp_dir();
+        // `AERIE_INSECURE=1` in the test's environment runs everything plaintext (benchmarks
+        // measure what TLS costs this way); the daemons inherit the variable.
+        if std::env::var("AERIE_INSECURE").is_ok_and(|v| v == "1" || v == "true") {
+            crate::install(crate::Transport::Insecure, crate::Policy::defaults());
+            return parent.join("aerie-test-pki-insecure");
+        }
         sweep(&parent);
         let dir = parent.join(format!("aerie-test-pki-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -3,7 +3,8 @@
 //! other CMs running), and that CM's resident memory per slot ad.
 //!
 //! Run: `cargo bench -p aerie-tests --bench ingest [-- ADS STREAMS]` (defaults 100000 and 4).
-//! Use a release daemon for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
+//! Use a release daemon for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`; what mutual TLS
+//! costs: the same with `AERIE_INSECURE=1` (plaintext everywhere).
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
 use aerie_tests::synthetic::slot_ad;
 use aerie_tests::*;

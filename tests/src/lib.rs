@@ -40,6 +40,18 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
+/// `n` distinct free TCP ports on 127.0.0.1: every listener is held until all are bound, so
+/// the kernel cannot hand the same port out twice (two CMs of one cluster on one port would
+/// leave one of them unreachable).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("local addr").port())
+        .collect()
+}
+
 /// One CM process and how to restart it.
 pub struct Node {
     /// Its Raft node id.
@@ -157,7 +169,8 @@ impl Cluster {
             ));
         }
         let addrs: BTreeMap<u64, String> = (1..=n)
-            .map(|id| (id, format!("127.0.0.1:{}", free_port())))
+            .zip(free_ports(n as usize))
+            .map(|(id, port)| (id, format!("127.0.0.1:{port}")))
             .collect();
         let peers = addrs
             .iter()
