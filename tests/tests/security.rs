@@ -187,3 +187,122 @@ async fn cmctl_without_credentials_says_how_to_get_them() {
         assert!(err.contains("aerie-cm security init"), "{err}");
     }
 }
+
+/// The private attributes of a slot ad (its claim capability) never leave the CMs through any
+/// query path: collector queries (plain, projected, constrained, streamed, -absent), the
+/// replicated absent ads and the whole state over the admin API, `cmctl status -long`, and
+/// the CMs' logs. Only CM peers see them (relay and digest), which the refusals above cover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_attributes_leave_the_cms_by_no_query_path() {
+    const SECRET: &str = "c4p4b1l1ty-0f-th3-sl0t";
+    let config = "ABSENT_REQUIREMENTS = Absentable =?= true\nABSENT_EXPIRE_ADS_AFTER = 0\n";
+    let c = Cluster::start_with_config(daemon_bin(BIN), 3, &[], config).expect("start");
+    wait_leader(&c.running(), Duration::from_secs(20))
+        .await
+        .expect("leader");
+    let addr = c.addr(2);
+    let ad = |name: &str, extra: &str| aerie_proto::collector::Ad {
+        text: format!(
+            "MyType = \"Machine\"\nName = \"{name}\"\nMachine = \"{}\"\n\
+             MyAddress = \"<10.9.0.1:9618>\"\nState = \"Claimed\"\nActivity = \"Busy\"\n\
+             ClaimId = \"<10.9.0.1:9618>#{SECRET}\"\nCapability = \"{SECRET}\"\n\
+             _condor_privSecret = \"{SECRET}\"\nTransferKey = \"{SECRET}\"\n{extra}",
+            name.split('@').nth(1).unwrap_or("host")
+        ),
+    };
+    let admin = || CollectorClient::new(channel_as(test_pool(), "admin", &addr, Role::Cm));
+    let sent = admin()
+        .advertise(aerie_proto::collector::AdBatch {
+            ads: vec![
+                ad("slot1@live", ""),
+                ad("slot1@gone", "Absentable = true\nClassAdLifetime = 2\n"),
+            ],
+        })
+        .await
+        .expect("advertise")
+        .into_inner();
+    assert_eq!(sent.accepted, 2, "{sent:?}");
+
+    // The absent ad is committed through Raft by the leader once its lifetime passes.
+    eventually(
+        "slot1@gone stored as absent",
+        Duration::from_secs(20),
+        || {
+            let a = addr.clone();
+            async move {
+                let ads = query(&a, aerie_core::admin::AdsQuery, true).await?;
+                Ok(ads
+                    .values()
+                    .any(|recs| recs.keys().any(|k| k.contains("slot1@gone")))
+                    .then_some(()))
+            }
+        },
+    )
+    .await
+    .expect("absent ad");
+
+    let mut seen = Vec::new();
+    for (absent, projection, constraint) in [
+        (false, vec![], ""),
+        (false, vec!["ClaimId".to_string(), "Capability".into()], ""),
+        (
+            false,
+            vec![],
+            "ClaimId =!= undefined || Capability =!= undefined",
+        ),
+        (true, vec![], ""),
+    ] {
+        for ad_type in ["Machine", "Any"] {
+            let q = QueryRequest {
+                ad_type: ad_type.into(),
+                constraint: constraint.into(),
+                projection: projection.clone(),
+                absent,
+                limit: 0,
+            };
+            let r = admin().query(q.clone()).await.expect("query").into_inner();
+            seen.push((format!("Query {ad_type} {q:?}"), r.ads.join("\n")));
+            let mut s = admin()
+                .query_stream(q.clone())
+                .await
+                .expect("stream")
+                .into_inner();
+            let mut text = String::new();
+            while let Some(chunk) = s.message().await.expect("chunk") {
+                text.push_str(&chunk.ads.join("\n"));
+            }
+            seen.push((format!("QueryStream {ad_type} {q:?}"), text));
+        }
+    }
+    let ads = query(&addr, aerie_core::admin::AdsQuery, true)
+        .await
+        .expect("ads");
+    seen.push(("AdsQuery".into(), format!("{ads:?}")));
+    let state = query(&addr, aerie_core::admin::StateQuery, true)
+        .await
+        .expect("state");
+    seen.push(("StateQuery".into(), format!("{state:?}")));
+    let (code, out, err) = run_cmctl(CMCTL, &[addr.clone()], &["status", "-long"], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("slot1@live"), "{out}");
+    seen.push(("cmctl status -long".into(), out));
+    let (_, out, _) = run_cmctl(
+        CMCTL,
+        &[addr.clone()],
+        &["status", "-absent", "-long"],
+        None,
+    );
+    seen.push(("cmctl status -absent -long".into(), out));
+    for id in c.ids() {
+        seen.push((format!("log of CM {id}"), c.log(id)));
+    }
+    for (path, text) in &seen {
+        assert!(
+            !text.contains(SECRET),
+            "{path} shows a private attribute:\n{text}"
+        );
+    }
+    // And the queries did see the ads (the test would pass vacuously otherwise).
+    assert!(seen[0].1.contains("slot1@live"), "{}", seen[0].1);
+    assert!(seen[12].1.contains("slot1@gone"), "{}: {}", seen[12].0, seen[12].1);
+}
