@@ -165,6 +165,9 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     if let Some(m) = args.metrics_listen {
         crate::metrics::install(m)?;
     }
+    if let aerie_security::Transport::Tls(t) = aerie_security::transport() {
+        metrics::gauge!("aerie_tls_certificate_expiry_timestamp_seconds").set(t.not_after as f64);
+    }
     let (log, sm, cluster) = crate::raft::store::open(&args.data_dir)?;
     let state = sm.shared();
     let health = PeerHealth::default();

@@ -304,5 +304,10 @@ async fn private_attributes_leave_the_cms_by_no_query_path() {
     }
     // And the queries did see the ads (the test would pass vacuously otherwise).
     assert!(seen[0].1.contains("slot1@live"), "{}", seen[0].1);
-    assert!(seen[12].1.contains("slot1@gone"), "{}: {}", seen[12].0, seen[12].1);
+    assert!(
+        seen[12].1.contains("slot1@gone"),
+        "{}: {}",
+        seen[12].0,
+        seen[12].1
+    );
 }

@@ -71,6 +71,7 @@ use Kind::{Counter as C, Gauge as G, Histogram as H};
 #[rustfmt::skip]
 pub const CATALOGUE: &[Desc] = &[
     d("aerie_build_info", G, &["version"], "all", "Always 1; the version label is this aerie-cm's version."),
+    d("aerie_tls_certificate_expiry_timestamp_seconds", G, &[], "all", "When this CM's TLS certificate expires (Unix seconds; absent when started --insecure)."),
     // Raft.
     d("aerie_raft_has_leader", G, &[], "all", "1 while this CM knows a leader of the current term."),
     d("aerie_raft_is_leader", G, &[], "all", "1 while this CM is the Raft leader."),
