@@ -282,13 +282,18 @@ async fn private_attributes_leave_the_cms_by_no_query_path() {
         .await
         .expect("state");
     seen.push(("StateQuery".into(), format!("{state:?}")));
-    let (code, out, err) = run_cmctl(CMCTL, &[addr.clone()], &["status", "-long"], None);
+    let (code, out, err) = run_cmctl(
+        CMCTL,
+        std::slice::from_ref(&addr),
+        &["status", "-long"],
+        None,
+    );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("slot1@live"), "{out}");
     seen.push(("cmctl status -long".into(), out));
     let (_, out, _) = run_cmctl(
         CMCTL,
-        &[addr.clone()],
+        std::slice::from_ref(&addr),
         &["status", "-absent", "-long"],
         None,
     );
