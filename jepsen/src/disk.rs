@@ -15,9 +15,12 @@ use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The size of each CM's file system: room for RocksDB's preallocated write-ahead log and a
-/// few memtables, small enough to fill at once.
-pub const SIZE: &str = "256m";
+/// The size of each CM's file system. Smaller than the write-ahead log RocksDB tries to
+/// preallocate (1.1 times its 64 MB write buffer), so that preallocation fails (RocksDB goes on
+/// without it) and the log grows page by page: once the disk is filled, the next synced
+/// append fails with `ENOSPC`. With room for the preallocation, a full disk would go unnoticed
+/// for 70 MB of log.
+pub const SIZE: &str = "48m";
 
 /// The name of the ballast file [`fill`] creates.
 const BALLAST: &str = "jepsen-ballast";
