@@ -121,21 +121,44 @@ pub fn stale_reads(h: &History) -> Vec<String> {
     v
 }
 
-/// A minority never commits: no write sent to the isolated CM while it was cut off was
-/// acknowledged before the partition healed.
+/// A minority never commits: no write sent to a CM on the minority side of a partition while
+/// it was cut off was acknowledged before the partition healed.
 pub fn minority_commits(h: &History) -> Vec<String> {
     let mut v = Vec::new();
     for p in &h.partitions {
         for (op, name, value) in acked_writes(h) {
-            if op.node == p.isolated && op.invoke >= p.start && op.complete <= p.end {
+            if p.minority.contains(&op.node) && op.invoke >= p.start && op.complete <= p.end {
                 v.push(format!(
-                    "write {name}={value} via isolated CM {} acknowledged at {:?}, inside the partition {:?}..{:?}",
-                    op.node, op.complete, p.start, p.end
+                    "write {name}={value} via minority CM {} acknowledged at {:?}, inside the partition {} {:?}..{:?}",
+                    op.node, op.complete, p.shape, p.start, p.end
                 ));
             }
         }
     }
     v
+}
+
+/// The longest window of the run with no acknowledged write: from `from` (the run's first
+/// fault, or its start) to the end of the history, the largest gap between consecutive write
+/// acknowledgements (the gaps before the first and after the last included). Returns the gap
+/// and where it began.
+pub fn unavailability(h: &History, from: Duration) -> (Duration, Duration) {
+    let end = h.ops.iter().map(|op| op.complete).max().unwrap_or(from);
+    let mut acks: Vec<Duration> = acked_writes(h)
+        .into_iter()
+        .map(|(op, _, _)| op.complete)
+        .filter(|t| *t >= from)
+        .collect();
+    acks.sort();
+    let mut best = (Duration::ZERO, from);
+    let mut last = from;
+    for t in acks.into_iter().chain(std::iter::once(end.max(from))) {
+        if t - last > best.0 {
+            best = (t - last, last);
+        }
+        last = t;
+    }
+    best
 }
 
 /// Every checker's verdict on a run.
@@ -152,6 +175,7 @@ impl Report {
         checks.insert("no-lost-write", lost_writes(h, finals));
         checks.insert("one-leader-per-term", two_leaders(h));
         checks.insert("linearizable-reads", stale_reads(h));
+        checks.insert("linearizable-wgl", crate::linear::nonlinearizable(h));
         checks.insert("minority-never-commits", minority_commits(h));
         Report { checks }
     }
@@ -232,6 +256,30 @@ mod tests {
     }
 
     #[test]
+    fn unavailability_is_the_longest_gap_between_acknowledged_writes() {
+        let h = History {
+            ops: vec![
+                write(1, "a", 1.0, (0, 10), Outcome::Ok(None)),
+                write(1, "b", 1.0, (10, 20), Outcome::Ok(None)),
+                // Unacknowledged writes do not close a gap.
+                write(1, "c", 1.0, (20, 900), Outcome::Unknown("timeout".into())),
+                write(1, "d", 1.0, (20, 700), Outcome::Fail("no leader".into())),
+                write(2, "e", 1.0, (600, 1000), Outcome::Ok(None)),
+                write(2, "f", 1.0, (1000, 1100), Outcome::Ok(None)),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(unavailability(&h, ms(0)), (ms(980), ms(20)));
+        // Counted from the first fault: a gap ending in the history's end counts too.
+        assert_eq!(unavailability(&h, ms(1050)), (ms(50), ms(1050)));
+        let none = History {
+            ops: vec![write(1, "a", 1.0, (0, 500), Outcome::Unknown("x".into()))],
+            ..Default::default()
+        };
+        assert_eq!(unavailability(&none, ms(100)), (ms(400), ms(100)));
+    }
+
+    #[test]
     fn two_leaders_in_one_term_are_reported_and_successive_terms_are_not() {
         let s = |node, term, state: &str| Sample {
             at: ms(0),
@@ -300,7 +348,8 @@ mod tests {
                 write(1, "c", 3.0, (150, 400), Outcome::Unknown("timeout".into())),
             ],
             partitions: vec![Partition {
-                isolated: 1,
+                shape: "isolate 1".into(),
+                minority: vec![1],
                 start: ms(100),
                 end: ms(300),
             }],
@@ -310,6 +359,11 @@ mod tests {
         h.ops
             .push(write(1, "d", 4.0, (150, 200), Outcome::Ok(None)));
         assert_eq!(minority_commits(&h).len(), 1);
+        // A two-CM minority: a write through either of them counts.
+        h.partitions[0].minority = vec![1, 3];
+        h.ops
+            .push(write(3, "e", 5.0, (150, 200), Outcome::Ok(None)));
+        assert_eq!(minority_commits(&h).len(), 2);
         let r = Report::check(&h, &[]);
         assert!(!r.valid());
         assert!(r.render().contains("minority-never-commits: VIOLATED"));

@@ -55,15 +55,42 @@ impl Op {
     }
 }
 
-/// One partition: `isolated` cut off from every other CM over `[start, end]` (the times the
-/// cut was in place and the time it was removed).
+/// One partition over `[start, end]` (the time the cuts were in place and the time their
+/// removal began).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Partition {
-    /// The CM alone on its side.
-    pub isolated: u64,
+    /// What was cut, for people (`isolate 2`, `halves [1, 2] | [3, 4, 5]`, `bridge ...`).
+    pub shape: String,
+    /// The CMs on the minority side, which must commit nothing while cut off (empty when no
+    /// side is a minority, as in a bridge where both sides hold a majority with the middle).
+    pub minority: Vec<u64>,
     /// When the cut was in place.
     pub start: Duration,
     /// When the heal began.
+    pub end: Duration,
+}
+
+/// What a process nemesis did to one CM.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FaultKind {
+    /// `kill -9`, then a restart on the same data directory at `end`.
+    Kill,
+    /// `SIGSTOP`, then `SIGCONT` at `end`.
+    Pause,
+    /// Its data directory's file system filled up, then space freed at `end`.
+    DiskFull,
+}
+
+/// One process or disk fault on one CM over `[start, end]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// What was done.
+    pub kind: FaultKind,
+    /// To which CM.
+    pub node: u64,
+    /// When it was done.
+    pub start: Duration,
+    /// When it was undone.
     pub end: Duration,
 }
 
@@ -87,11 +114,34 @@ pub struct History {
     pub ops: Vec<Op>,
     /// The partitions, in order.
     pub partitions: Vec<Partition>,
+    /// The process and disk faults, in order.
+    pub faults: Vec<Fault>,
     /// Status samples of every CM.
     pub samples: Vec<Sample>,
 }
 
 impl History {
+    /// The writes sent at or after `start` and completed by `end` through a CM for which
+    /// `via` holds, acknowledged (`ok`) or not.
+    pub fn writes_within(
+        &self,
+        start: Duration,
+        end: Duration,
+        via: impl Fn(u64) -> bool,
+        ok: bool,
+    ) -> usize {
+        self.ops
+            .iter()
+            .filter(|op| {
+                matches!(op.kind, OpKind::Write { .. })
+                    && op.invoke >= start
+                    && op.complete <= end
+                    && via(op.node)
+                    && op.is_ok() == ok
+            })
+            .count()
+    }
+
     /// Counts of acknowledged, failed and unknown operations.
     pub fn counts(&self) -> (usize, usize, usize) {
         let mut c = (0, 0, 0);

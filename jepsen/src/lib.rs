@@ -9,8 +9,12 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod disk;
 pub mod history;
+pub mod linear;
 pub mod net;
+pub mod results;
+pub mod scenario;
 pub mod workload;
 
 use aerie_tests::{Cluster, Node, TEST_ELECTION_TIMEOUT};
@@ -20,7 +24,14 @@ use std::path::PathBuf;
 /// Starts `n` CMs (ids 1..=n) that bootstrap one cluster, CM `i` inside `net`'s namespace
 /// `cm<i>` at [`net::Net::cm_addr`]`(i)`, through `ip netns exec`. The returned [`Cluster`]
 /// kills, pauses and restarts them as it does loopback CMs; dropping it kills them all.
-pub fn start_cluster(net: &net::Net, daemon: PathBuf, n: u64) -> anyhow::Result<Cluster> {
+/// With `disks`, each CM's data directory is a file system of its own mounted there (drop
+/// the cluster before them).
+pub fn start_cluster(
+    net: &net::Net,
+    daemon: PathBuf,
+    n: u64,
+    mut disks: Option<&mut disk::Disks>,
+) -> anyhow::Result<Cluster> {
     aerie_tests::test_pool();
     let dir = tempfile::Builder::new().prefix("aerie-jepsen-").tempdir()?;
     let peers = (1..=n)
@@ -29,7 +40,11 @@ pub fn start_cluster(net: &net::Net, daemon: PathBuf, n: u64) -> anyhow::Result<
         .join(",");
     let mut nodes = BTreeMap::new();
     for id in 1..=n {
-        let data_dir = dir.path().join(format!("node{id}"));
+        let data_dir = match disks.as_deref_mut() {
+            // Its log, `<data_dir>.log`, stays outside the small file system.
+            Some(d) => d.mount(id)?,
+            None => dir.path().join(format!("node{id}")),
+        };
         let args = vec![
             "netns".into(),
             "exec".into(),

@@ -230,6 +230,18 @@ impl Net {
         Ok(())
     }
 
+    /// Cuts every link between CMs of `a` and CMs of `b` (links inside a side, and to CMs in
+    /// neither, stay): two halves when `a` and `b` cover every CM, a bridge when one CM is in
+    /// neither and so sees both sides.
+    pub fn split(&self, a: &[u64], b: &[u64]) -> anyhow::Result<()> {
+        for &x in a {
+            for &y in b {
+                self.cut(x, y)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Removes every cut: the net is whole again.
     pub fn heal(&self) -> anyhow::Result<()> {
         let mut cuts = self

@@ -1,13 +1,15 @@
 //! The workload and the nemesis of a run: clients that write fresh limits and read them back
 //! linearizably through every CM, a sampler of every CM's role, and a nemesis that plays a
-//! schedule of partitions; each records into one [`History`].
+//! schedule of partitions (one CM isolated, halves, bridges), `kill -9` and restarts,
+//! `SIGSTOP`/`SIGCONT` pauses and full disks; each records into one [`History`].
 //!
 //! The async shell here reads the clock (it is the thing being timed); what it records is
 //! plain data for the pure checkers in [`crate::checker`].
 
-use crate::history::{History, Op, OpKind, Outcome, Partition, Sample};
+use crate::history::{Fault, FaultKind, History, Op, OpKind, Outcome, Partition, Sample};
 use crate::net::Net;
-use aerie_tests::{limits, set_limit, status, write};
+use aerie_tests::{limits, set_limit, status, write, Cluster};
+use anyhow::{anyhow, bail, Context};
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 /// How long a client waits for one operation before recording it as unknown.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Which CM a nemesis step isolates.
+/// Which CM a nemesis step acts on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Target {
     /// The CM that is leader when the step runs.
@@ -32,8 +34,27 @@ pub enum Target {
 pub enum Step {
     /// Cut one CM off from every other CM.
     Isolate(Target),
+    /// Cut the CMs in two: the target and the next CM (by id) on the minority side, the rest
+    /// on the other (2|3 with five CMs, 2|1 with three).
+    Halves(Target),
+    /// A bridge: the target and the next CM on one side, the CM after them in the middle, the
+    /// rest on the other side; the middle sees both sides, the sides do not see each other.
+    Bridge(Target),
     /// Remove every cut.
     Heal,
+    /// `kill -9` one CM.
+    Kill(Target),
+    /// Start every killed CM again on its data directory.
+    Restart,
+    /// `SIGSTOP` one CM.
+    Pause(Target),
+    /// `SIGCONT` every paused CM.
+    Resume,
+    /// Fill the file system of one CM's data directory (see [`crate::disk`]).
+    FillDisk(Target),
+    /// `kill -9` every CM whose disk was filled, free the space, and start it again on its
+    /// files.
+    FreeDisk,
     /// Let the workload run.
     Sleep(Duration),
 }
@@ -172,66 +193,199 @@ impl Run {
             .map(|s| s.node)
     }
 
-    /// Plays `steps` on `net`, recording every partition, then heals and stops the run after
-    /// `tail` more of workload.
-    pub async fn nemesis(&self, net: &Net, steps: &[Step], tail: Duration) -> anyhow::Result<()> {
-        let result = self.play(net, steps).await;
-        let healed = net.heal();
-        self.close_partition();
-        if result.is_ok() && healed.is_ok() {
+    /// Plays `steps` on `net` and `cluster`, recording every fault, then undoes every fault
+    /// still in place (heal, resume, restart, free) and stops the run after `tail` more of
+    /// workload.
+    pub async fn nemesis(
+        &self,
+        net: &Net,
+        cluster: &Mutex<Cluster>,
+        steps: &[Step],
+        tail: Duration,
+    ) -> anyhow::Result<()> {
+        let mut undo = Undo::default();
+        let mut result = Ok(());
+        for step in steps {
+            result = self.step(net, cluster, *step, &mut undo).await;
+            if result.is_err() {
+                break;
+            }
+        }
+        let mut cleanup = Ok(());
+        for step in [Step::Heal, Step::Resume, Step::FreeDisk, Step::Restart] {
+            let r = self.step(net, cluster, step, &mut undo).await;
+            cleanup = cleanup.and(r);
+        }
+        if result.is_ok() && cleanup.is_ok() {
             tokio::time::sleep(tail).await;
         }
         self.stop.store(true, Ordering::SeqCst);
-        result.and(healed)
+        result.and(cleanup)
     }
 
-    async fn play(&self, net: &Net, steps: &[Step]) -> anyhow::Result<()> {
-        for step in steps {
-            match *step {
-                Step::Sleep(d) => tokio::time::sleep(d).await,
-                Step::Heal => {
-                    self.close_partition();
-                    net.heal()?;
+    /// The CM `target` names now.
+    fn resolve(&self, target: Target) -> anyhow::Result<u64> {
+        let leader = self.leader();
+        Ok(match target {
+            Target::Node(id) => id,
+            Target::Leader => leader.ok_or_else(|| anyhow!("no leader sampled yet"))?,
+            Target::Follower => self
+                .cms
+                .iter()
+                .map(|(id, _)| *id)
+                .find(|id| Some(*id) != leader)
+                .ok_or_else(|| anyhow!("no follower"))?,
+        })
+    }
+
+    /// Every CM id, starting with `first` and going round by id.
+    fn ring_from(&self, first: u64) -> Vec<u64> {
+        let ids: Vec<u64> = self.cms.iter().map(|(id, _)| *id).collect();
+        let at = ids.iter().position(|id| *id == first).unwrap_or(0);
+        ids[at..].iter().chain(&ids[..at]).copied().collect()
+    }
+
+    fn cut(&self, shape: String, minority: Vec<u64>) {
+        let start = self.now();
+        tracing::info!(shape, ?start, "partitioned");
+        self.record(|h| {
+            h.partitions.push(Partition {
+                shape,
+                minority,
+                start,
+                end: Duration::MAX,
+            })
+        });
+    }
+
+    fn fault(&self, kind: FaultKind, node: u64) {
+        let start = self.now();
+        tracing::info!(?kind, node, ?start, "fault");
+        self.record(|h| {
+            h.faults.push(Fault {
+                kind,
+                node,
+                start,
+                end: Duration::MAX,
+            })
+        });
+    }
+
+    /// Ends the open faults of `kind` (every partition when `kind` is `None`) now.
+    fn close(&self, kind: Option<FaultKind>) {
+        let end = self.now();
+        self.record(|h| match kind {
+            None => {
+                for p in h.partitions.iter_mut().filter(|p| p.end == Duration::MAX) {
+                    p.end = end;
                 }
-                Step::Isolate(target) => {
-                    let leader = self.leader();
-                    let id = match target {
-                        Target::Node(id) => id,
-                        Target::Leader => {
-                            leader.ok_or_else(|| anyhow::anyhow!("no leader sampled yet"))?
-                        }
-                        Target::Follower => self
-                            .cms
-                            .iter()
-                            .map(|(id, _)| *id)
-                            .find(|id| Some(*id) != leader)
-                            .ok_or_else(|| anyhow::anyhow!("no follower"))?,
-                    };
-                    net.isolate(id)?;
-                    let start = self.now();
-                    tracing::info!(id, ?start, "isolated");
-                    self.record(|h| {
-                        h.partitions.push(Partition {
-                            isolated: id,
-                            start,
-                            end: Duration::MAX,
-                        })
-                    });
+            }
+            Some(k) => {
+                for f in h
+                    .faults
+                    .iter_mut()
+                    .filter(|f| f.kind == k && f.end == Duration::MAX)
+                {
+                    f.end = end;
                 }
+            }
+        });
+    }
+
+    async fn step(
+        &self,
+        net: &Net,
+        cluster: &Mutex<Cluster>,
+        step: Step,
+        undo: &mut Undo,
+    ) -> anyhow::Result<()> {
+        let lock = || {
+            cluster
+                .lock()
+                .map_err(|_| anyhow!("the cluster is poisoned"))
+        };
+        match step {
+            Step::Sleep(d) => tokio::time::sleep(d).await,
+            Step::Heal => {
+                // The heal begins now: a write acknowledged after this may be legitimate.
+                self.close(None);
+                net.heal()?;
+            }
+            Step::Isolate(target) => {
+                let id = self.resolve(target)?;
+                net.isolate(id)?;
+                self.cut(format!("isolate {id}"), vec![id]);
+            }
+            Step::Halves(target) => {
+                let ring = self.ring_from(self.resolve(target)?);
+                let (minority, majority) = ring.split_at(2.min(ring.len() / 2).max(1));
+                net.split(minority, majority)?;
+                self.cut(
+                    format!("halves {minority:?} | {majority:?}"),
+                    minority.to_vec(),
+                );
+            }
+            Step::Bridge(target) => {
+                let ring = self.ring_from(self.resolve(target)?);
+                if ring.len() < 5 {
+                    bail!("a bridge needs five CMs, not {}", ring.len());
+                }
+                let (a, middle, b) = (&ring[..2], ring[2], &ring[3..]);
+                net.split(a, b)?;
+                self.cut(format!("bridge {a:?} - {middle} - {b:?}"), Vec::new());
+            }
+            Step::Kill(target) => {
+                let id = self.resolve(target)?;
+                lock()?.kill(id);
+                undo.killed.push(id);
+                self.fault(FaultKind::Kill, id);
+            }
+            Step::Restart => {
+                for id in std::mem::take(&mut undo.killed) {
+                    lock()?.restart(id)?;
+                }
+                self.close(Some(FaultKind::Kill));
+            }
+            Step::Pause(target) => {
+                let id = self.resolve(target)?;
+                lock()?.pause(id);
+                undo.paused.push(id);
+                self.fault(FaultKind::Pause, id);
+            }
+            Step::Resume => {
+                for id in std::mem::take(&mut undo.paused) {
+                    lock()?.resume(id);
+                }
+                self.close(Some(FaultKind::Pause));
+            }
+            Step::FillDisk(target) => {
+                let id = self.resolve(target)?;
+                let dir = lock()?.data_dir(id).to_path_buf();
+                undo.filled.push((id, crate::disk::fill(&dir)?));
+                self.fault(FaultKind::DiskFull, id);
+            }
+            Step::FreeDisk => {
+                // A crash on a full disk, then a restart on the same files: what the CM
+                // acknowledged must have been persisted.
+                for (id, ballast) in std::mem::take(&mut undo.filled) {
+                    lock()?.kill(id);
+                    std::fs::remove_file(&ballast)
+                        .with_context(|| format!("freeing {}", ballast.display()))?;
+                    lock()?.restart(id)?;
+                }
+                self.close(Some(FaultKind::DiskFull));
             }
         }
         Ok(())
     }
+}
 
-    /// Ends the open partition (if any) now, before its cuts are removed.
-    fn close_partition(&self) {
-        let end = self.now();
-        self.record(|h| {
-            if let Some(p) = h.partitions.last_mut().filter(|p| p.end == Duration::MAX) {
-                p.end = end;
-            }
-        });
-    }
+/// What the nemesis must undo at the end of a run.
+#[derive(Default)]
+struct Undo {
+    killed: Vec<u64>,
+    paused: Vec<u64>,
+    filled: Vec<(u64, std::path::PathBuf)>,
 }
 
 #[cfg(test)]

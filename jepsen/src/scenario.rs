@@ -1,0 +1,291 @@
+//! Named scenarios and the run that plays one: the network, the CMs, the workload under the
+//! scenario's nemesis schedule, the final reads through every CM, and the checkers' verdict.
+//! The tests and `jepsen/run` both go through [`execute`].
+
+use crate::checker::{unavailability, Report};
+use crate::disk::Disks;
+use crate::history::History;
+use crate::net::Net;
+use crate::workload::{flapping, Run, Step, Target};
+use aerie_tests::{eventually, limits, wait_leader};
+use anyhow::{anyhow, bail};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The scenarios [`plan`] knows, with what each does.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "isolate-leader",
+        "3 CMs: the leader cut off from both followers",
+    ),
+    ("isolate-follower", "3 CMs: one follower cut off"),
+    (
+        "flapping",
+        "3 CMs: a random CM isolated 2-4 s, healed 1-2 s, again",
+    ),
+    ("kill-leader", "3 CMs: kill -9 the leader, restart it"),
+    ("kill-follower", "3 CMs: kill -9 a follower, restart it"),
+    ("pause-leader", "3 CMs: SIGSTOP the leader, SIGCONT it"),
+    (
+        "disk-full-leader",
+        "3 CMs on tmpfs: fill the leader's disk, kill -9 it, free, restart",
+    ),
+    (
+        "halves",
+        "5 CMs: the leader and one more cut from the other three",
+    ),
+    (
+        "bridge",
+        "5 CMs: the leader and one more cut from two others, a fifth seeing both sides",
+    ),
+    (
+        "mixed",
+        "3 CMs: random isolations, kills and pauses of random CMs",
+    ),
+];
+
+/// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The scenario's name.
+    pub name: String,
+    /// How many CMs.
+    pub cms: u64,
+    /// The nemesis schedule.
+    pub steps: Vec<Step>,
+    /// Workload time after every fault is undone.
+    pub tail: Duration,
+    /// Whether each CM's data directory is a file system of its own ([`crate::disk`]).
+    pub disks: bool,
+}
+
+/// The schedule of scenario `name`, its faults lasting about `time`, random choices drawn
+/// from `seed`.
+pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
+    let hold = |fault: Step, undo: Step| vec![fault, Step::Sleep(time), undo];
+    let (cms, steps, disks) = match name {
+        "isolate-leader" => (3, hold(Step::Isolate(Target::Leader), Step::Heal), false),
+        "isolate-follower" => (3, hold(Step::Isolate(Target::Follower), Step::Heal), false),
+        "flapping" => (3, flapping(seed, 3, time), false),
+        "kill-leader" => (3, hold(Step::Kill(Target::Leader), Step::Restart), false),
+        "kill-follower" => (3, hold(Step::Kill(Target::Follower), Step::Restart), false),
+        "pause-leader" => (3, hold(Step::Pause(Target::Leader), Step::Resume), false),
+        "disk-full-leader" => (
+            3,
+            hold(Step::FillDisk(Target::Leader), Step::FreeDisk),
+            true,
+        ),
+        "halves" => (5, hold(Step::Halves(Target::Leader), Step::Heal), false),
+        "bridge" => (5, hold(Step::Bridge(Target::Leader), Step::Heal), false),
+        "mixed" => (3, mixed(seed, 3, time), false),
+        _ => bail!(
+            "no scenario {name:?}; the scenarios are: {}",
+            SCENARIOS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Ok(Plan {
+        name: name.into(),
+        cms,
+        steps,
+        tail: Duration::from_secs(5),
+        disks,
+    })
+}
+
+/// A mixed schedule over `total`, replayable from `seed`: one fault at a time (isolate, kill
+/// or pause a random CM of `1..=n`, or the leader) for 2-5 s, undone, 1-3 s of calm.
+pub fn mixed(seed: u64, n: u64, total: Duration) -> Vec<Step> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut steps = Vec::new();
+    let mut t = Duration::ZERO;
+    while t < total {
+        let target = if rng.gen_bool(0.5) {
+            Target::Leader
+        } else {
+            Target::Node(rng.gen_range(1..=n))
+        };
+        let (fault, undo) = match rng.gen_range(0..3) {
+            0 => (Step::Isolate(target), Step::Heal),
+            1 => (Step::Kill(target), Step::Restart),
+            _ => (Step::Pause(target), Step::Resume),
+        };
+        let on = Duration::from_millis(rng.gen_range(2000..5000));
+        let off = Duration::from_millis(rng.gen_range(1000..3000));
+        steps.extend([fault, Step::Sleep(on), undo, Step::Sleep(off)]);
+        t += on + off;
+    }
+    steps
+}
+
+/// What a run recorded and what the checkers made of it.
+pub struct Outcome {
+    /// The history.
+    pub history: History,
+    /// Each CM's limits, read linearizably through it after every fault was undone.
+    pub finals: Vec<(u64, BTreeMap<String, f64>)>,
+    /// The checkers' verdict.
+    pub report: Report,
+    /// The longest window with no acknowledged write from the first fault on, and its start.
+    pub unavailable: (Duration, Duration),
+    /// Every CM's log, by id.
+    pub logs: BTreeMap<u64, String>,
+}
+
+impl Outcome {
+    /// A few lines for people: faults, samples, operation counts, unavailability and every
+    /// checker's verdict.
+    pub fn summary(&self) -> String {
+        let (ok, fail, unknown) = self.history.counts();
+        format!(
+            "{} partitions, {} process/disk faults, {} status samples, operations ok {ok} \
+             fail {fail} unknown {unknown}, longest window without an acknowledged write \
+             {:?} (from {:?})\n{}",
+            self.history.partitions.len(),
+            self.history.faults.len(),
+            self.history.samples.len(),
+            self.unavailable.0,
+            self.unavailable.1,
+            self.report.render()
+        )
+    }
+}
+
+/// Plays `plan` with the CM binary `daemon`: builds the network and the CMs, waits for a
+/// leader, runs one client per CM and the sampler for 2 s, then the nemesis, then `tail` more;
+/// reads every CM's final state and checks the history. An error (the harness could not run
+/// the scenario) carries every CM's log.
+pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
+    let net = Net::create(plan.cms)?;
+    let mut disks = if plan.disks {
+        Some(Disks::new()?)
+    } else {
+        None
+    };
+    let cluster = crate::start_cluster(&net, daemon, plan.cms, disks.as_mut())?;
+    let cluster = Mutex::new(cluster);
+    let cms: Vec<(u64, String)> = (1..=plan.cms).map(|id| (id, Net::cm_addr(id))).collect();
+    let result = net.run_client(|| async {
+        wait_leader(&cms, Duration::from_secs(30)).await?;
+        let run = Run::new(cms.clone());
+        let clients = futures_join_all((0..cms.len()).map(|p| run.client(p)).collect());
+        let (nemesis, _, _) = tokio::join!(
+            async {
+                // Let the sampler see a leader before the first fault.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                run.nemesis(&net, &cluster, &plan.steps, plan.tail).await
+            },
+            run.sampler(),
+            clients,
+        );
+        nemesis?;
+        wait_leader(&cms, Duration::from_secs(30)).await?;
+        let mut finals = Vec::new();
+        for (id, addr) in &cms {
+            let m = eventually(
+                &format!("a linearizable read via CM {id}"),
+                Duration::from_secs(30),
+                || async { limits(addr, false).await.map(Some) },
+            )
+            .await?;
+            finals.push((*id, m));
+        }
+        let history = run
+            .history
+            .into_inner()
+            .map_err(|_| anyhow!("history poisoned"))?;
+        Ok((history, finals))
+    });
+    let cluster = cluster
+        .into_inner()
+        .map_err(|_| anyhow!("the cluster is poisoned"))?;
+    let logs: BTreeMap<u64, String> = cms.iter().map(|(id, _)| (*id, cluster.log(*id))).collect();
+    let (history, finals) = result.map_err(|e| {
+        anyhow!(
+            "jepsen run {} failed: {e:#}\n{}",
+            plan.name,
+            logs.iter()
+                .map(|(id, log)| format!("--- CM {id} log ---\n{log}"))
+                .collect::<String>()
+        )
+    })?;
+    drop(cluster);
+    drop(disks);
+    drop(net);
+    let report = Report::check(&history, &finals);
+    let first_fault = history
+        .partitions
+        .iter()
+        .map(|p| p.start)
+        .chain(history.faults.iter().map(|f| f.start))
+        .min()
+        .unwrap_or_default();
+    let unavailable = unavailability(&history, first_fault);
+    Ok(Outcome {
+        history,
+        finals,
+        report,
+        unavailable,
+        logs,
+    })
+}
+
+/// Awaits every future of `futs` concurrently on the current task.
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futs: Vec<F>) {
+    let mut futs: Vec<std::pin::Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        futs.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if futs.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_scenario_has_a_plan_and_unknown_names_are_refused() {
+        for (name, _) in SCENARIOS {
+            let p = plan(name, 1, Duration::from_secs(10)).unwrap();
+            assert!(!p.steps.is_empty(), "{name}");
+            assert!(p.cms == 3 || p.cms == 5, "{name}");
+        }
+        let e = plan("nope", 1, Duration::from_secs(1)).unwrap_err();
+        assert!(format!("{e}").contains("kill-leader"), "{e}");
+    }
+
+    #[test]
+    fn a_mixed_schedule_is_replayed_from_its_seed_and_undoes_every_fault() {
+        let a = mixed(3, 3, Duration::from_secs(60));
+        assert_eq!(a, mixed(3, 3, Duration::from_secs(60)));
+        assert_ne!(a, mixed(4, 3, Duration::from_secs(60)));
+        let count = |f: fn(&Step) -> bool| a.iter().filter(|s| f(s)).count();
+        assert_eq!(
+            count(|s| matches!(s, Step::Kill(_))),
+            count(|s| matches!(s, Step::Restart))
+        );
+        assert_eq!(
+            count(|s| matches!(s, Step::Pause(_))),
+            count(|s| matches!(s, Step::Resume))
+        );
+        assert_eq!(
+            count(|s| matches!(s, Step::Isolate(_))),
+            count(|s| matches!(s, Step::Heal))
+        );
+        // Every kind shows up in a minute of faults.
+        assert!(count(|s| matches!(s, Step::Kill(_))) > 0);
+        assert!(count(|s| matches!(s, Step::Pause(_))) > 0);
+        assert!(count(|s| matches!(s, Step::Isolate(_))) > 0);
+    }
+}
