@@ -120,13 +120,6 @@ pub fn token_caller(
     })
 }
 
-fn now_unix() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// The caller of a request, from what the server recorded about its connection and, for a
 /// TLS client without a certificate, its bearer token.
 pub fn caller_of(ext: &http::Extensions, headers: &http::HeaderMap) -> Result<Peer, tonic::Status> {
@@ -134,7 +127,7 @@ pub fn caller_of(ext: &http::Extensions, headers: &http::HeaderMap) -> Result<Pe
         let addr = tls.get_ref().remote_addr().map(|a| a.ip());
         let first = tls.peer_certs().and_then(|c| c.first().cloned());
         let Some(first) = first else {
-            let caller = token_caller(headers, verifier().as_deref(), now_unix())?;
+            let caller = token_caller(headers, verifier().as_deref(), crate::transport::now_unix())?;
             return Ok(Peer { caller, addr });
         };
         let id = Identity::from_der(&first).map_err(tonic::Status::unauthenticated)?;

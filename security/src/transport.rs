@@ -346,7 +346,7 @@ fn token_transport(dir: Option<&Path>, token: String) -> Result<Transport, Trans
     })
 }
 
-fn now_unix() -> i64 {
+pub(crate) fn now_unix() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
