@@ -10,9 +10,9 @@ use aerie_core::admin::{AdminQuery, ErrorKind, Query, ERROR_KIND_METADATA};
 use aerie_core::state::{Command, CommandResult, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
 use aerie_proto::collector::collector_client::CollectorClient;
+use aerie_security::transport::AuthChannel as Channel;
 use anyhow::{anyhow, bail, Context};
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
 
 /// How to reach the CMs, shared by every subcommand that talks to them.
 #[derive(Debug, Clone, clap::Args)]
@@ -114,13 +114,15 @@ impl Client {
         let _guard = self.rt.enter();
         // Mutual TLS with the caller's credentials (AERIE_CREDENTIALS, certificate
         // AERIE_CREDENTIAL_NAME, default `admin`), checking the server holds a CM certificate.
-        Ok(
+        // Or, with a token and no certificate (AERIE_TOKEN), TLS checking the CM with the pool
+        // CA and the token on every call.
+        Ok(aerie_security::transport::with_token(
             aerie_security::transport::endpoint(addr, aerie_security::Role::Cm)
                 .map_err(|e| anyhow!("CM {addr}: {e}"))?
                 .connect_timeout(Duration::from_secs(2))
                 .tcp_nodelay(true)
                 .connect_lazy(),
-        )
+        ))
     }
 
     fn connect(&self, addr: &str) -> anyhow::Result<AdminClient<Channel>> {

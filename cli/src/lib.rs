@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod advertise;
 mod args;
+mod audit;
 mod client;
 mod cluster;
 mod drain;
@@ -20,6 +21,7 @@ mod schedd;
 mod snapshot;
 mod status;
 mod submit;
+mod token;
 mod userprio;
 mod whatif;
 #[cfg(test)]
@@ -84,6 +86,11 @@ enum Command {
     Qedit(jobs::Args),
     /// Show finished jobs, newest first, as condor_history does.
     History(history::Args),
+    /// Tokens for people and scripts, as condor_token_create/list/revoke: create (signed by
+    /// a CM), list, revoke (replicated through Raft).
+    Token(token::Args),
+    /// The audit log of admin writes: who changed what, when, from where.
+    Audit(audit::Args),
 }
 
 /// Parses this process's arguments, runs the subcommand and returns the exit code.
@@ -111,6 +118,8 @@ pub fn cli_main() -> i32 {
         Command::Prio(args) => jobs::run(jobs::Tool::Prio, args),
         Command::Qedit(args) => jobs::run(jobs::Tool::Qedit, args),
         Command::History(args) => history::run(args),
+        Command::Token(args) => token::run(args),
+        Command::Audit(args) => audit::run(args),
     };
     match result {
         Ok(code) => code,

@@ -135,7 +135,7 @@ pub fn render_status(v: &NegotiatorReport) -> String {
 }
 
 /// `YYYY-MM-DD HH:MM:SS` for Unix seconds (civil-from-days, no time zone database).
-fn utc(t: i64) -> String {
+pub(crate) fn utc(t: i64) -> String {
     let days = t.div_euclid(86400);
     let secs = t.rem_euclid(86400);
     let z = days + 719468;

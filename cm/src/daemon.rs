@@ -180,6 +180,25 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         .await
         .context("cannot start Raft")?;
 
+    // The pool's token key: signs `cmctl token create`'s tokens and, with the replicated
+    // revocation list, checks the tokens of callers without a certificate.
+    let signing_key = args
+        .security
+        .credentials
+        .as_deref()
+        .and_then(|d| match aerie_security::token::SigningKey::load(d) {
+            Ok(k) => Some(Arc::new(k)),
+            Err(e) => {
+                tracing::warn!(error = %e, "no token signing key: tokens are neither issued nor accepted here");
+                None
+            }
+        });
+    if let Some(k) = &signing_key {
+        aerie_security::layer::install_verifier(Arc::new(crate::admin::tokens::StateVerifier {
+            key: (**k).clone(),
+            state: state.clone(),
+        }));
+    }
     let leadership = Leadership::new(raft.clone(), args.id);
     let file_policy = crate::policy::FilePolicy::new(args.config.clone(), cfg.as_ref())?;
     let admin = AdminService {
@@ -191,6 +210,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         health,
         timeout: Duration::from_millis(args.admin_timeout_ms),
         file_policy: file_policy.clone(),
+        signing_key: signing_key.clone(),
     };
     // The collector: soft state on every node, relayed between CMs; absent ads via Raft.
     // A quorum's acknowledgement counts as fresh for a few election timeouts.

@@ -268,6 +268,17 @@ impl Policy {
         if *caller == Caller::Anonymous {
             return Ok(());
         }
+        // A token is limited to its scopes whatever the lists say (HTCondor's token
+        // `scope` claim, `condor:/READ`).
+        if let Caller::User { scopes, .. } = caller {
+            if !level.granted_by().iter().any(|l| scopes.contains(l)) {
+                return Err(denied(format!(
+                    "the token's scope ({}) does not include {SCOPE}{level}",
+                    crate::token::scope_claim(scopes),
+                    SCOPE = crate::token::SCOPE_PREFIX
+                )));
+            }
+        }
         if self
             .lists(level)
             .deny
@@ -353,5 +364,40 @@ mod tests {
         // A deny list refuses its own level's commands, whatever grants them.
         let e = p.check(&mallory, inside, Level::Write).unwrap_err();
         assert!(e.to_string().contains("DENY_WRITE"), "{e}");
+    }
+
+    #[test]
+    fn a_token_is_limited_to_its_scopes_and_matched_by_its_identity() {
+        let p = Policy::from_lookup(|k| {
+            (k == "ALLOW_ADMINISTRATOR").then(|| "*@admin, alice@pool.example".to_string())
+        });
+        let user = |who: &str, scopes: &[Level]| Caller::User {
+            identity: who.into(),
+            scopes: scopes.to_vec(),
+        };
+        let reader = user("alice@pool.example", &[Level::Read]);
+        assert!(p.check(&reader, None, Level::Read).is_ok());
+        let e = p
+            .check(&reader, None, Level::Write)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("condor:/READ") && e.contains("does not include condor:/WRITE"),
+            "{e}"
+        );
+        let admin = user("alice@pool.example", &[Level::Administrator]);
+        assert!(p.check(&admin, None, Level::Administrator).is_ok());
+        // WRITE is implied by an ADMINISTRATOR scope, as ALLOW_ lists imply it.
+        assert!(p.check(&admin, None, Level::Write).is_ok());
+        // The scope is necessary, not sufficient: bob is in no ALLOW_ADMINISTRATOR.
+        let bob = user("bob@pool.example", &[Level::Administrator]);
+        let e = p
+            .check(&bob, None, Level::Administrator)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bob@pool.example") && e.contains("no ALLOW_ADMINISTRATOR"),
+            "{e}"
+        );
     }
 }

@@ -129,6 +129,14 @@ pub enum Caller {
     Daemon(Identity),
     /// A Unix user on a local socket (HTCondor's FS authentication).
     LocalUser(String),
+    /// A person or script that presented a valid token (no certificate): its principal is
+    /// the token's identity, and it may use only the levels of the token's scopes.
+    User {
+        /// The token's `sub` (`alice@pool.example`).
+        identity: String,
+        /// The levels the token's `scope` allows.
+        scopes: Vec<crate::authz::Level>,
+    },
     /// Nobody: an insecure (development) listener.
     Anonymous,
 }
@@ -143,6 +151,7 @@ impl Caller {
                 .map(|r| format!("{}@{}", id.name, r))
                 .collect(),
             Caller::LocalUser(u) => vec![format!("{u}@local")],
+            Caller::User { identity, .. } => vec![identity.clone()],
             Caller::Anonymous => vec!["anonymous@unauthenticated".into()],
         }
     }
@@ -166,6 +175,7 @@ impl fmt::Display for Caller {
         match self {
             Caller::Daemon(id) => id.fmt(f),
             Caller::LocalUser(u) => write!(f, "{u}@local"),
+            Caller::User { identity, .. } => write!(f, "{identity} (token)"),
             Caller::Anonymous => f.write_str("anonymous"),
         }
     }

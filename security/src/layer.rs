@@ -2,7 +2,8 @@
 //! table in [`crate::methods`].
 //!
 //! For each request it finds the caller (the peer certificate's identity on a TLS
-//! connection, the Unix user on a local socket, nobody on an insecure listener), looks the
+//! connection, or the holder of the bearer token a client without a certificate presents
+//! ([`crate::token`]), the Unix user on a local socket, nobody on an insecure listener), looks the
 //! method up, and either refuses it (`PERMISSION_DENIED` naming the caller, the level and the
 //! list that decided; `UNAUTHENTICATED` for an unreadable certificate) or passes it on with a
 //! [`Peer`] in the request's extensions, where handlers read it (`tonic::Request::extensions`)
@@ -12,10 +13,11 @@
 use crate::authz::{Level, Policy};
 use crate::identity::{Caller, Identity, Peer, Role};
 use crate::methods::{access, Access};
+use crate::token::TokenVerifier;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 
@@ -63,17 +65,72 @@ pub fn authorize(
     }
 }
 
-/// The caller of a request, from what the server recorded about its connection.
-pub fn caller_of(ext: &http::Extensions) -> Result<Peer, tonic::Status> {
+static VERIFIER: OnceLock<Arc<dyn TokenVerifier>> = OnceLock::new();
+
+/// Sets how this process checks bearer tokens (a CM installs one that also checks the
+/// replicated revocation list); once, later calls are ignored and return false. Without one,
+/// tokens are checked with `token-signing.key` in the credentials directory, if there is one.
+pub fn install_verifier(v: Arc<dyn TokenVerifier>) -> bool {
+    VERIFIER.set(v).is_ok()
+}
+
+fn verifier() -> Option<Arc<dyn TokenVerifier>> {
+    VERIFIER
+        .get()
+        .cloned()
+        .or_else(crate::transport::pool_key_verifier)
+}
+
+/// The caller a bearer token names (a client that presented no certificate), checked by
+/// `verifier` at `now`: `UNAUTHENTICATED` saying why when there is no token or it is not
+/// valid (expired, revoked, bad signature).
+pub fn token_caller(
+    headers: &http::HeaderMap,
+    verifier: Option<&dyn TokenVerifier>,
+    now: i64,
+) -> Result<Caller, tonic::Status> {
+    let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+        return Err(tonic::Status::unauthenticated(
+            "no client certificate and no token: present a pool certificate (mutual TLS) or \
+             `authorization: Bearer <token>` (cmctl reads AERIE_TOKEN or AERIE_TOKEN_FILE)",
+        ));
+    };
+    let token = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            tonic::Status::unauthenticated("authorization metadata is not `Bearer <token>`")
+        })?;
+    let v = verifier.ok_or_else(|| {
+        tonic::Status::unauthenticated(
+            "this daemon cannot check tokens (no token-signing.key in its credentials); \
+             connect with a certificate or to a CM",
+        )
+    })?;
+    let claims = v
+        .verify(token, now)
+        .map_err(|e| tonic::Status::unauthenticated(e.to_string()))?;
+    let scopes = claims
+        .levels()
+        .map_err(|e| tonic::Status::unauthenticated(e.to_string()))?;
+    Ok(Caller::User {
+        identity: claims.sub,
+        scopes,
+    })
+}
+
+/// The caller of a request, from what the server recorded about its connection and, for a
+/// TLS client without a certificate, its bearer token.
+pub fn caller_of(ext: &http::Extensions, headers: &http::HeaderMap) -> Result<Peer, tonic::Status> {
     if let Some(tls) = ext.get::<TlsConnectInfo<TcpConnectInfo>>() {
         let addr = tls.get_ref().remote_addr().map(|a| a.ip());
-        let certs = tls.peer_certs().ok_or_else(|| {
-            tonic::Status::unauthenticated("no client certificate (mutual TLS is required)")
-        })?;
-        let first = certs
-            .first()
-            .ok_or_else(|| tonic::Status::unauthenticated("empty client certificate chain"))?;
-        let id = Identity::from_der(first).map_err(tonic::Status::unauthenticated)?;
+        let first = tls.peer_certs().and_then(|c| c.first().cloned());
+        let Some(first) = first else {
+            let caller = token_caller(headers, verifier().as_deref(), crate::transport::now_unix())?;
+            return Ok(Peer { caller, addr });
+        };
+        let id = Identity::from_der(&first).map_err(tonic::Status::unauthenticated)?;
         return Ok(Peer {
             caller: Caller::Daemon(id),
             addr,
@@ -155,7 +212,7 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
-        let decision = caller_of(req.extensions()).and_then(|peer| {
+        let decision = caller_of(req.extensions(), req.headers()).and_then(|peer| {
             authorize(&self.policy, req.uri().path(), &peer.caller, peer.addr).map(|()| peer)
         });
         match decision {
@@ -272,6 +329,52 @@ mod tests {
         .unwrap_err();
         assert!(
             e.message().contains("only central managers"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn token_callers_are_refused_saying_why() {
+        use crate::token::{Claims, SigningKey};
+        let key = SigningKey::new(vec![7; 32], "pool");
+        let claims = Claims {
+            sub: "alice@pool.example".into(),
+            iss: "pool".into(),
+            iat: 0,
+            exp: 100,
+            jti: "j".into(),
+            scope: Some("condor:/READ".into()),
+        };
+        let mut h = http::HeaderMap::new();
+        let e = token_caller(&h, Some(&key), 50).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::Unauthenticated);
+        assert!(e.message().contains("no token"), "{}", e.message());
+        let bearer = format!("Bearer {}", key.sign(&claims));
+        h.insert(http::header::AUTHORIZATION, bearer.parse().unwrap());
+        assert_eq!(
+            token_caller(&h, Some(&key), 50).unwrap(),
+            Caller::User {
+                identity: "alice@pool.example".into(),
+                scopes: vec![Level::Read]
+            }
+        );
+        let e = token_caller(&h, Some(&key), 150).unwrap_err();
+        assert!(e.message().contains("expired"), "{}", e.message());
+        let e = token_caller(&h, None, 50).unwrap_err();
+        assert!(
+            e.message().contains("cannot check tokens"),
+            "{}",
+            e.message()
+        );
+        // A READ token reaches queries but not writes.
+        let p = Policy::defaults();
+        let c = token_caller(&h, Some(&key), 50).unwrap();
+        assert!(authorize(&p, "/aerie.admin.Admin/Query", &c, None).is_ok());
+        let e = authorize(&p, "/aerie.admin.Admin/Write", &c, None).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        assert!(
+            e.message().contains("condor:/ADMINISTRATOR"),
             "{}",
             e.message()
         );

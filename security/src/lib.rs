@@ -13,6 +13,8 @@
 //! - [`identity`]: the authenticated caller (a certificate's roles and name, a Unix user on a
 //!   local socket, or nobody on an insecure listener);
 //! - [`authz`]: levels, their implications and the `ALLOW_`/`DENY_` policy;
+//! - [`token`]: HTCondor-style IDTOKENS (HS256 JWTs) for people and scripts without a
+//!   certificate, limited to the levels of their scopes;
 //! - [`methods`]: the one table of every RPC and the level it needs, enforced by
 //!   [`layer::Authorize`] in front of every service.
 #![warn(missing_docs)]
@@ -23,6 +25,7 @@ pub mod layer;
 pub mod methods;
 pub mod pki;
 pub mod testing;
+pub mod token;
 pub mod transport;
 
 pub use authz::{Level, Policy};

@@ -225,6 +225,7 @@ pub fn issue(dir: &Path, holder: &Holder, days: u32) -> Result<(), PkiError> {
 /// `aerie-cm security init`: a new CA in `dir` and a certificate for every holder.
 pub fn init(dir: &Path, pool: &str, holders: &[Holder], days: u32) -> Result<(), PkiError> {
     create_ca(dir, pool, days)?;
+    crate::token::SigningKey::create(dir, pool).map_err(PkiError::Invalid)?;
     for h in holders {
         issue(dir, h, days)?;
     }

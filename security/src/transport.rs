@@ -8,6 +8,12 @@
 //! certificate cannot pose as a CM. `--insecure` (plaintext, nobody authenticated) exists for
 //! development only, warns at every start, and cannot talk to a secure peer: the TLS
 //! handshake fails on both sides.
+//!
+//! Servers also accept a TLS client without a certificate (`client_auth_optional`): such a
+//! client must present a bearer token ([`crate::token`]), which the authorization layer
+//! checks. `cmctl` is such a client when it has a token (`AERIE_TOKEN`, the file named by
+//! `AERIE_TOKEN_FILE`, or `~/.aerie/token`) and no certificate: it checks the server with the
+//! pool CA only ([`Transport::Token`]) and sends the token with every call ([`Bearer`]).
 use crate::authz::Policy;
 use crate::identity::{Identity, Role};
 use crate::layer::AuthorizeLayer;
@@ -47,6 +53,14 @@ pub struct Tls {
 pub enum Transport {
     /// Mutual TLS with the pool's credentials.
     Tls(Arc<Tls>),
+    /// TLS checking the server with the pool CA, no client certificate: the caller presents a
+    /// bearer token instead (a person or script, `cmctl` with `AERIE_TOKEN`).
+    Token {
+        /// The pool CA (PEM).
+        ca_pem: String,
+        /// The token sent with every call.
+        token: String,
+    },
     /// Plaintext, unauthenticated (development only).
     Insecure,
     /// Neither credentials nor `--insecure` were given: every use fails saying so.
@@ -130,10 +144,18 @@ impl Transport {
                 .tls_config(
                     ServerTlsConfig::new()
                         .identity(TlsIdentity::from_pem(&t.cert_pem, &t.key_pem))
-                        .client_ca_root(Certificate::from_pem(&t.ca_pem)),
+                        .client_ca_root(Certificate::from_pem(&t.ca_pem))
+                        // Token holders have no certificate; the layer then asks for a token.
+                        .client_auth_optional(true),
                 )
                 .map_err(|e| TransportError(format!("TLS server configuration: {e}")))?,
             Transport::Insecure => Server::builder(),
+            Transport::Token { .. } => {
+                return Err(TransportError(
+                    "a token identifies a client, not a server: a daemon needs a certificate"
+                        .into(),
+                ))
+            }
             Transport::Unconfigured => return Err(Self::unconfigured()),
         };
         Ok(builder.layer(AuthorizeLayer::new(policy)))
@@ -152,6 +174,14 @@ impl Transport {
                     ClientTlsConfig::new()
                         .ca_certificate(Certificate::from_pem(&t.ca_pem))
                         .identity(TlsIdentity::from_pem(&t.cert_pem, &t.key_pem))
+                        .domain_name(role.server_name()),
+                )
+                .map_err(|e| TransportError(format!("TLS client configuration: {e}"))),
+            Transport::Token { ca_pem, .. } => Endpoint::from_shared(format!("https://{bare}"))
+                .map_err(|e| TransportError(format!("bad address {addr:?}: {e}")))?
+                .tls_config(
+                    ClientTlsConfig::new()
+                        .ca_certificate(Certificate::from_pem(ca_pem))
                         .domain_name(role.server_name()),
                 )
                 .map_err(|e| TransportError(format!("TLS client configuration: {e}"))),
@@ -235,7 +265,88 @@ pub fn endpoint(addr: &str, role: Role) -> Result<Endpoint, TransportError> {
     transport().endpoint(addr, role)
 }
 
-fn now_unix() -> i64 {
+/// The verifier of bearer tokens when none was installed: the pool key in this process's
+/// credentials directory, if it has one (CMs do).
+pub(crate) fn pool_key_verifier() -> Option<Arc<dyn crate::token::TokenVerifier>> {
+    static KEY: OnceLock<Option<Arc<crate::token::SigningKey>>> = OnceLock::new();
+    KEY.get_or_init(|| match transport() {
+        Transport::Tls(t) => t
+            .cert_path
+            .parent()
+            .and_then(|d| crate::token::SigningKey::load(d).ok())
+            .map(Arc::new),
+        _ => None,
+    })
+    .clone()
+    .map(|k| k as Arc<dyn crate::token::TokenVerifier>)
+}
+
+/// Adds this process's bearer token to every call when it connects with one
+/// ([`Transport::Token`]); passes calls on unchanged otherwise.
+#[derive(Debug, Clone, Default)]
+pub struct Bearer;
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Transport::Token { token, .. } = transport() {
+            let value = format!("Bearer {}", token.trim()).parse().map_err(|_| {
+                tonic::Status::unauthenticated("the token holds characters metadata cannot carry")
+            })?;
+            req.metadata_mut().insert("authorization", value);
+        }
+        Ok(req)
+    }
+}
+
+/// A channel that carries this process's token, if it has one.
+pub type AuthChannel =
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Bearer>;
+
+/// Wraps `channel` so calls on it carry this process's token ([`Bearer`]).
+pub fn with_token(channel: tonic::transport::Channel) -> AuthChannel {
+    tonic::service::interceptor::InterceptedService::new(channel, Bearer)
+}
+
+/// The token a person or script gave: `AERIE_TOKEN`, else the file `AERIE_TOKEN_FILE` names,
+/// else `~/.aerie/token`; `None` when there is none.
+pub fn token_from_env() -> Result<Option<String>, TransportError> {
+    if let Ok(t) = std::env::var("AERIE_TOKEN") {
+        if !t.trim().is_empty() {
+            return Ok(Some(t.trim().to_string()));
+        }
+    }
+    let (path, named) = match std::env::var_os("AERIE_TOKEN_FILE") {
+        Some(p) => (PathBuf::from(p), true),
+        None => match std::env::var_os("HOME") {
+            Some(h) => (PathBuf::from(h).join(".aerie/token"), false),
+            None => return Ok(None),
+        },
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Ok(Some(t.trim().to_string())),
+        Err(e) if named || e.kind() != std::io::ErrorKind::NotFound => Err(TransportError(
+            format!("cannot read the token file {}: {e}", path.display()),
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The transport of a token holder without a certificate: the token and the pool CA
+/// (`DIR/ca.crt` of the credentials directory, else `~/.aerie/ca.crt`).
+fn token_transport(dir: Option<&Path>, token: String) -> Result<Transport, TransportError> {
+    let ca = match dir {
+        Some(d) => d.join(crate::pki::CA_CERT),
+        None => std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".aerie").join(crate::pki::CA_CERT))
+            .ok_or_else(|| TransportError("a token needs the pool CA (ca.crt): set AERIE_CREDENTIALS to a directory holding it".into()))?,
+    };
+    Ok(Transport::Token {
+        ca_pem: read(&ca)?,
+        token,
+    })
+}
+
+pub(crate) fn now_unix() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -253,7 +364,24 @@ fn from_env() -> Transport {
         credential_name: std::env::var("AERIE_CREDENTIAL_NAME").ok(),
         insecure: std::env::var("AERIE_INSECURE").is_ok_and(|v| v == "1" || v == "true"),
     };
-    match args.transport("admin") {
+    // A token holder without a certificate connects with the token.
+    let name = args.credential_name.as_deref().unwrap_or("admin");
+    let has_cert = args
+        .credentials
+        .as_ref()
+        .is_some_and(|d| d.join(format!("{name}.crt")).exists());
+    let token = match token_from_env() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(error = %e, "no usable token");
+            return Transport::Unconfigured;
+        }
+    };
+    let chosen = match token {
+        Some(t) if !has_cert && !args.insecure => token_transport(args.credentials.as_deref(), t),
+        _ => args.transport("admin"),
+    };
+    match chosen {
         Ok(t) => t,
         Err(e) => {
             tracing::error!(error = %e, "no usable credentials");
@@ -307,7 +435,7 @@ impl SecurityArgs {
             ),
             Transport::Tls(tls) => tracing::info!(identity = %tls.identity,
                 certificate = %tls.cert_path.display(), "mutual TLS"),
-            Transport::Unconfigured => {}
+            Transport::Token { .. } | Transport::Unconfigured => {}
         }
         install(t, policy);
         Ok(())

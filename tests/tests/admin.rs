@@ -5,11 +5,13 @@
 //! compile here instead of going untested.
 use aerie_core::accountant::{AccountantCommand, AccountantParams, Usage};
 use aerie_core::admin::{
-    AdsQuery, CyclesQuery, NegotiatorQuery, PolicyQuery, StateQuery, SummaryQuery, UserprioQuery,
+    AdsQuery, AuditQuery, CyclesQuery, NegotiatorQuery, PolicyQuery, StateQuery, SummaryQuery,
+    TokensQuery, UserprioQuery,
 };
 use aerie_core::state::backup::Backup;
 use aerie_core::state::{
-    AdPut, AdRef, Command, CycleRecord, DrainRequest, PolicyProposal, Quota, FEATURE_VERSION,
+    AdPut, AdRef, Command, CommandResult, CycleRecord, DrainRequest, PolicyProposal, Quota,
+    TokenRecord, FEATURE_VERSION,
 };
 use aerie_tests::*;
 use std::collections::BTreeSet;
@@ -37,6 +39,8 @@ fn kind(c: &Command) -> &'static str {
         Command::RemoveAds { .. } => "remove_ads",
         Command::SetPolicy(_) => "set_policy",
         Command::Restore(_) => "restore",
+        Command::IssueToken(_) => "issue_token",
+        Command::RevokeToken { .. } => "revoke_token",
     }
 }
 
@@ -339,6 +343,42 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         vec![record]
     );
 
+    // Tokens: the CM completes and signs the request, the record reads back, revocation sticks.
+    let reply = send(Command::IssueToken(TokenRecord {
+        jti: String::new(),
+        identity: "carol@pool.example".into(),
+        scopes: vec!["READ".into()],
+        issued: 0,
+        expires: 600,
+        revoked: false,
+    }))
+    .await;
+    let Ok(CommandResult::TokenIssued { jti, token, .. }) =
+        serde_json::from_str(&reply.result_json)
+    else {
+        panic!("no token in {reply:?}");
+    };
+    assert_eq!(token.split('.').count(), 3);
+    send(Command::RevokeToken { jti: jti.clone() }).await;
+    let tokens = query_retry(&r, TokensQuery, within).await.expect("tokens");
+    assert!(
+        tokens
+            .iter()
+            .any(|t| t.jti == jti && t.revoked && t.expires > now),
+        "{tokens:?}"
+    );
+    // Every admin write here was audited with the harness as its author.
+    let audit = query_retry(&r, AuditQuery::default(), within)
+        .await
+        .expect("audit");
+    assert!(audit
+        .iter()
+        .any(|a| a.command == "revoke_token" && a.summary.contains(&jti)));
+    assert!(
+        audit.iter().all(|a| a.who.starts_with("harness@")),
+        "{audit:?}"
+    );
+
     // Every kind was sent, and the whole state agrees with the summary.
     let every: BTreeSet<&str> = [
         "noop",
@@ -369,6 +409,8 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
         "remove_ads",
         "set_policy",
         "restore",
+        "issue_token",
+        "revoke_token",
     ]
     .into_iter()
     .collect();

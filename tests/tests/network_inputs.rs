@@ -262,7 +262,11 @@ fn admin_commands_never_panic_and_the_state_always_reads_back() {
     let mut rng = Rng(0xad417);
     for i in 0..3000 {
         let cmd = command(&mut rng);
-        let req = Request { v: 1, cmd };
+        let req = Request {
+            v: 1,
+            cmd,
+            audit: None,
+        };
         if i % 2 == 0 {
             let _ = state.apply(&req);
         } else {

@@ -13,6 +13,7 @@ mod cluster;
 pub mod error;
 mod forward;
 mod reconfig;
+pub mod tokens;
 
 use crate::raft::leadership::Leadership;
 use crate::raft::network::PeerHealth;
@@ -46,6 +47,9 @@ pub struct AdminService {
     pub timeout: Duration,
     /// This CM's configuration file as a negotiation policy (`cmctl reconfig`).
     pub file_policy: std::sync::Arc<crate::policy::FilePolicy>,
+    /// The pool's token signing key (`token-signing.key`), when this CM has one: it signs
+    /// the tokens `cmctl token create` asks for.
+    pub signing_key: Option<std::sync::Arc<aerie_security::token::SigningKey>>,
 }
 
 fn hint(l: LeaderInfo) -> pb::LeaderHint {
@@ -80,9 +84,10 @@ impl AdminService {
     async fn do_write(
         &self,
         req: pb::WriteRequest,
-        caller: &aerie_security::Caller,
+        peer: &aerie_security::identity::Peer,
     ) -> Result<pb::WriteReply, AdminError> {
-        let request: Request = serde_json::from_str(&req.command_json).map_err(|e| {
+        let caller = &peer.caller;
+        let mut request: Request = serde_json::from_str(&req.command_json).map_err(|e| {
             AdminError::BadRequest(format!("bad command {:?}: {e}", req.command_json))
         })?;
         // The leader writes the ledger's ticks, cycle records, absent ads and its own
@@ -97,17 +102,52 @@ impl AdminService {
                 request.cmd.name()
             )));
         }
+        // Who asked, from where (feature version 5: older CMs would not record it).
+        let feature = self
+            .state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .state
+            .feature_version;
+        match feature >= 5 {
+            true => tokens::stamp(&mut request, caller, peer.addr),
+            false => request.audit = None,
+        }
+        // A token request from its caller: this CM assigns the id and times and signs it.
+        let mut signed = None;
+        if let Some(asked) = tokens::token_request(&request) {
+            if !tokens::trusted_forward(caller, req.forwarded) {
+                let key = self.signing_key.as_ref().ok_or_else(|| {
+                    AdminError::Failed(format!(
+                        "this CM (node {}) has no {} to sign tokens with; copy it from the \
+                         credentials directory `aerie-cm security init` made",
+                        self.id,
+                        aerie_security::token::SIGNING_KEY
+                    ))
+                })?;
+                let (record, token) = tokens::complete(asked, key, unix_now(), tokens::new_jti())?;
+                request.cmd = aerie_core::state::Command::IssueToken(record);
+                signed = Some(token);
+            }
+        }
+        let command_json = serde_json::to_string(&request)
+            .map_err(|e| AdminError::Failed(format!("encoding the command: {e}")))?;
         let route = self.route("write", req.forwarded);
         let deadline = route.deadline;
         let forward = pb::WriteRequest {
             forwarded: true,
-            ..req
+            command_json,
         };
         self.on_leader(
             route,
             || async {
                 let left = deadline.saturating_duration_since(Instant::now());
-                match propose_request(self.leadership.raft(), request.clone(), left).await {
+                // The audit record's time is the leader's.
+                let mut request = request.clone();
+                if let Some(a) = request.audit.as_mut() {
+                    a.time = unix_now();
+                }
+                match propose_request(self.leadership.raft(), request, left).await {
                     Ok(c) => Ok(Local::Done(pb::WriteReply {
                         ok: c.response.ok,
                         error: c.response.error.clone(),
@@ -152,6 +192,7 @@ impl AdminService {
             },
         )
         .await
+        .and_then(|reply| with_token(reply, signed))
     }
 
     async fn do_query(&self, req: pb::QueryRequest) -> Result<pb::QueryReply, AdminError> {
@@ -207,6 +248,36 @@ impl AdminService {
     }
 }
 
+/// The leader's clock for audit records and token times (the shell's one clock read).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// A committed token record's reply, with the signed token put in for the caller (it is
+/// never in the log).
+fn with_token(
+    mut reply: pb::WriteReply,
+    signed: Option<String>,
+) -> Result<pb::WriteReply, AdminError> {
+    let Some(token) = signed else {
+        return Ok(reply);
+    };
+    if !reply.ok || reply.result_json.is_empty() {
+        return Ok(reply);
+    }
+    let mut result: aerie_core::state::CommandResult = serde_json::from_str(&reply.result_json)
+        .map_err(|e| AdminError::Failed(format!("reading the token record's result: {e}")))?;
+    if let aerie_core::state::CommandResult::TokenIssued { token: t, .. } = &mut result {
+        *t = token;
+    }
+    reply.result_json = serde_json::to_string(&result)
+        .map_err(|e| AdminError::Failed(format!("encoding the token: {e}")))?;
+    Ok(reply)
+}
+
 /// Times a request and counts its outcome (`aerie_admin_requests_total`).
 async fn timed<T>(
     method: &'static str,
@@ -227,7 +298,7 @@ impl admin_server::Admin for AdminService {
     ) -> Result<Response<pb::WriteReply>, Status> {
         timed("write", |r: &pb::WriteReply| r.ok, async {
             let peer = aerie_security::layer::peer_of(&request);
-            self.do_write(request.into_inner(), &peer.caller).await
+            self.do_write(request.into_inner(), &peer).await
         })
         .await
     }
@@ -284,12 +355,13 @@ impl admin_server::Admin for AdminService {
 
     async fn reconfig(
         &self,
-        _request: tonic::Request<pb::ReconfigRequest>,
+        request: tonic::Request<pb::ReconfigRequest>,
     ) -> Result<Response<pb::ReconfigReply>, Status> {
+        let peer = aerie_security::layer::peer_of(&request);
         timed(
             "reconfig",
             |r: &pb::ReconfigReply| r.ok,
-            reconfig::reconfig(self),
+            reconfig::reconfig(self, &peer),
         )
         .await
     }

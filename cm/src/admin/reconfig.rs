@@ -9,7 +9,11 @@ use aerie_proto::admin as pb;
 
 /// Re-reads the file and commits its policy; a file that does not read, or a knob the
 /// negotiator refuses, is a bad request naming it, and nothing is proposed.
-pub(super) async fn reconfig(svc: &AdminService) -> Result<pb::ReconfigReply, AdminError> {
+/// The audit log names `asker` (who ran `cmctl reconfig`), though the CM proposes.
+pub(super) async fn reconfig(
+    svc: &AdminService,
+    asker: &aerie_security::identity::Peer,
+) -> Result<pb::ReconfigReply, AdminError> {
     let file = svc
         .file_policy
         .path()
@@ -21,7 +25,9 @@ pub(super) async fn reconfig(svc: &AdminService) -> Result<pb::ReconfigReply, Ad
         source: svc.file_policy.source(&svc.addr),
         time: unix_now(),
     });
-    let command_json = serde_json::to_string(&Request::new(cmd))
+    let mut request = Request::new(cmd);
+    request.audit = Some(super::tokens::stamp_of(&asker.caller, asker.addr));
+    let command_json = serde_json::to_string(&request)
         .map_err(|e| AdminError::Failed(format!("encoding the policy: {e}")))?;
     // The CM proposes the policy itself (only CMs may write one), whoever asked it to.
     let w = svc
@@ -30,7 +36,10 @@ pub(super) async fn reconfig(svc: &AdminService) -> Result<pb::ReconfigReply, Ad
                 command_json,
                 forwarded: false,
             },
-            &aerie_security::transport::own_caller(),
+            &aerie_security::identity::Peer {
+                caller: aerie_security::transport::own_caller(),
+                addr: None,
+            },
         )
         .await?;
     if w.redirect {

@@ -12,9 +12,9 @@
 pub mod query;
 
 pub use query::{
-    AdminQuery, AdsQuery, CyclesQuery, LeaderInfo, NegotiatorQuery, NegotiatorReport, PolicyQuery,
-    PolicyReport, Query, QueryError, StateQuery, StateSummary, SummaryQuery, UserprioQuery,
-    UserprioReport, NEGOTIATOR_STATUS_CYCLES,
+    AdminQuery, AdsQuery, AuditQuery, CyclesQuery, LeaderInfo, NegotiatorQuery, NegotiatorReport,
+    PolicyQuery, PolicyReport, Query, QueryError, StateQuery, StateSummary, SummaryQuery,
+    TokensQuery, UserprioQuery, UserprioReport, NEGOTIATOR_STATUS_CYCLES,
 };
 
 /// The gRPC metadata key a CM puts its [`ErrorKind`] under.

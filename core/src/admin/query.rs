@@ -8,7 +8,9 @@
 //! CM answers with [`Query::answer`] after the linearizability check (or at once for a stale
 //! read).
 use crate::accountant::{AccountantParams, UserprioRow};
-use crate::state::{AdRecord, CycleRecord, DrainRequest, GroupPolicy, PoolState};
+use crate::state::{
+    AdRecord, AuditRecord, CycleRecord, DrainRequest, GroupPolicy, PoolState, TokenRecord,
+};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -38,6 +40,10 @@ pub enum Query {
     Negotiator(NegotiatorQuery),
     /// A few counters for convergence checks.
     Summary(SummaryQuery),
+    /// The issued tokens (`cmctl token list`).
+    Tokens(TokensQuery),
+    /// The audit log (`cmctl audit`).
+    Audit(AuditQuery),
 }
 
 /// Why a query could not be answered.
@@ -64,6 +70,8 @@ impl Query {
             Query::Cycles(_) => "cycles",
             Query::Negotiator(_) => "negotiator",
             Query::Summary(_) => "summary",
+            Query::Tokens(_) => "tokens",
+            Query::Audit(_) => "audit",
         }
     }
 
@@ -82,6 +90,8 @@ impl Query {
             Query::Cycles(_) => serde_json::to_string(&state.cycles),
             Query::Negotiator(q) => serde_json::to_string(&q.answer(state, leader)),
             Query::Summary(q) => serde_json::to_string(&q.answer(state)),
+            Query::Tokens(_) => serde_json::to_string(&state.tokens.values().collect::<Vec<_>>()),
+            Query::Audit(q) => serde_json::to_string(&q.answer(state)),
         };
         json.map_err(|e| QueryError::Encoding {
             query: self.name(),
@@ -176,6 +186,27 @@ impl PolicyQuery {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AdsQuery;
 query_kind!(AdsQuery, Ads, BTreeMap<String, BTreeMap<String, AdRecord>>);
+
+/// The issued tokens the state keeps, by id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokensQuery;
+query_kind!(TokensQuery, Tokens, Vec<TokenRecord>);
+
+/// The audit records at or after `since` (all when absent), oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditQuery {
+    /// Only records at or after this time (Unix seconds).
+    #[serde(default)]
+    pub since: Option<i64>,
+}
+query_kind!(AuditQuery, Audit, Vec<AuditRecord>);
+
+impl AuditQuery {
+    fn answer<'a>(&self, state: &'a PoolState) -> Vec<&'a AuditRecord> {
+        let since = self.since.unwrap_or(i64::MIN);
+        state.audit.iter().filter(|r| r.time >= since).collect()
+    }
+}
 
 /// Every cycle record the state keeps, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

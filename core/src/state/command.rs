@@ -3,9 +3,11 @@
 //! Log entries are stored and shipped as JSON. Each entry is a [`Request`] with a version tag:
 //! a later binary that changes a command's shape keeps decoding `v: 1` entries (new fields get
 //! `#[serde(default)]`, renamed commands keep an alias) so old logs still apply after upgrades.
+use super::audit::AuditStamp;
 use super::backup::Backup;
 use super::negotiation_policy::PolicyProposal;
 use super::policy::{CycleRecord, DrainRequest, Quota};
+use super::tokens::TokenRecord;
 use crate::accountant::AccountantCommand;
 use serde::{Deserialize, Serialize};
 
@@ -21,8 +23,8 @@ pub const COMMAND_VERSION: u32 = 1;
 /// 1: the commands up to `RequestCycle`. 2: `SetFeatureVersion`, `PutAds`, `RemoveAds`.
 /// 3: `RequestDrain` with a request id, `-start`, `-check` and `-resume-on-completion`.
 /// 4: `SetPolicy` (the replicated negotiation policy, `cmctl reconfig`) and `Restore`
-/// (`cmctl snapshot restore`).
-pub const FEATURE_VERSION: u32 = 4;
+/// (`cmctl snapshot restore`). 5: `IssueToken`, `RevokeToken` and audit stamps on requests.
+pub const FEATURE_VERSION: u32 = 5;
 
 /// One log entry's application data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +33,10 @@ pub struct Request {
     pub v: u32,
     /// The command.
     pub cmd: Command,
+    /// Who asked for it, from where, when: set for admin writes by the CM that received them
+    /// (feature version 5; older entries have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditStamp>,
 }
 
 impl Request {
@@ -39,6 +45,7 @@ impl Request {
         Request {
             v: COMMAND_VERSION,
             cmd,
+            audit: None,
         }
     }
 }
@@ -134,6 +141,16 @@ pub enum Command {
     /// Put back what a pool snapshot holds (`cmctl snapshot restore`): the ledger, the
     /// policy, the runtime overrides, drain requests and absent ads. Feature version 4.
     Restore(Box<Backup>),
+    /// Record a token the leader signed (`cmctl token create`). Sent by cmctl with an empty
+    /// `jti` and `issued` = 0 and `expires` = the lifetime in seconds; the leader assigns the
+    /// id and times before proposing. Feature version 5.
+    IssueToken(TokenRecord),
+    /// Revoke an issued token (`cmctl token revoke`): every CM refuses it from then on.
+    /// Feature version 5.
+    RevokeToken {
+        /// The token's id.
+        jti: String,
+    },
 }
 
 /// One absent or offline ad to store (see [`Command::PutAd`]).
@@ -179,6 +196,8 @@ impl Command {
             Command::RemoveAds { .. } => "remove_ads",
             Command::SetPolicy(_) => "set_policy",
             Command::Restore(_) => "restore",
+            Command::IssueToken(_) => "issue_token",
+            Command::RevokeToken { .. } => "revoke_token",
         }
     }
 
@@ -204,6 +223,7 @@ impl Command {
             Command::PutAds { .. } | Command::RemoveAds { .. } => 2,
             Command::RequestDrain(d) if d.has_v3_fields() => 3,
             Command::SetPolicy(_) | Command::Restore(_) => 4,
+            Command::IssueToken(_) | Command::RevokeToken { .. } => 5,
             _ => 1,
         }
     }
@@ -247,6 +267,17 @@ pub enum CommandResult {
         submitters: usize,
         /// The policy version in force afterwards (0: none).
         policy_version: u64,
+    },
+    /// `IssueToken`: the token's id, and the signed token (filled in by the leader's admin
+    /// service for the caller; never in the log).
+    TokenIssued {
+        /// The token's id.
+        jti: String,
+        /// The signed token (empty as the state answers).
+        #[serde(default)]
+        token: String,
+        /// When it expires (Unix seconds).
+        expires: i64,
     },
 }
 

@@ -7,12 +7,15 @@
 //!
 //! A command the state refuses (unknown submitter, bad value) is still a committed log entry:
 //! it changes nothing and its [`CommandResponse`] carries the reason.
+pub mod audit;
 pub mod backup;
 mod command;
 pub mod negotiation_policy;
 mod overlay;
 mod policy;
+pub mod tokens;
 
+pub use audit::{AuditRecord, AuditStamp, MAX_AUDIT_RECORDS};
 pub use command::{
     AdPut, AdRef, Command, CommandResponse, CommandResult, Request, COMMAND_VERSION,
     FEATURE_VERSION,
@@ -22,6 +25,7 @@ pub use overlay::overlay_policy;
 pub use policy::{
     AdRecord, CycleRecord, DrainRequest, GroupPolicy, NegotiatorControl, Quota, MAX_CYCLE_RECORDS,
 };
+pub use tokens::TokenRecord;
 
 use crate::accountant::{Accountant, AccountantCommand, AccountantParams};
 use serde::{Deserialize, Serialize};
@@ -63,6 +67,12 @@ pub struct PoolState {
     /// with a configuration file seeds it; states from before feature version 4 have none).
     #[serde(default)]
     pub policy: Option<NegotiationPolicy>,
+    /// Issued tokens by id (feature version 5).
+    #[serde(default)]
+    pub tokens: BTreeMap<String, TokenRecord>,
+    /// The newest audited admin writes, oldest first (at most [`MAX_AUDIT_RECORDS`]).
+    #[serde(default)]
+    pub audit: VecDeque<AuditRecord>,
 }
 
 fn first_feature_version() -> u32 {
@@ -90,6 +100,8 @@ impl PoolState {
             applied_commands: 0,
             feature_version: first_feature_version(),
             policy: None,
+            tokens: BTreeMap::new(),
+            audit: VecDeque::new(),
         }
     }
 
@@ -103,14 +115,49 @@ impl PoolState {
                 req.v
             ));
         }
-        match self.apply_command(&req.cmd) {
+        let response = match self.apply_command(&req.cmd) {
             Ok(result) => CommandResponse {
                 ok: true,
                 error: String::new(),
                 result,
             },
             Err(e) => CommandResponse::refused(e),
+        };
+        if let Some(stamp) = &req.audit {
+            self.record_audit(stamp, &req.cmd, &response);
         }
+        response
+    }
+
+    /// Appends an audit record for `cmd`, dropping the oldest beyond [`MAX_AUDIT_RECORDS`].
+    fn record_audit(&mut self, stamp: &AuditStamp, cmd: &Command, r: &CommandResponse) {
+        self.audit.push_back(AuditRecord {
+            time: stamp.time,
+            who: stamp.who.clone(),
+            from: stamp.from.clone(),
+            command: cmd.name().to_string(),
+            summary: audit::shorten(&serde_json::to_string(cmd).unwrap_or_default()),
+            ok: r.ok,
+            error: r.error.clone(),
+        });
+        while self.audit.len() > MAX_AUDIT_RECORDS {
+            self.audit.pop_front();
+        }
+    }
+
+    fn issue_token(&mut self, t: &TokenRecord) -> Result<Option<CommandResult>, String> {
+        t.check()?;
+        if self.tokens.contains_key(&t.jti) {
+            return Err(format!("a token with id {} was already issued", t.jti));
+        }
+        self.tokens
+            .retain(|_, old| old.expires + tokens::KEEP_EXPIRED > t.issued);
+        self.tokens.insert(t.jti.clone(), t.clone());
+        Ok(Some(CommandResult::TokenIssued {
+            jti: t.jti.clone(),
+            token: String::new(),
+            expires: t.expires,
+        }))
     }
 
     fn apply_command(&mut self, cmd: &Command) -> Result<Option<CommandResult>, String> {
@@ -265,6 +312,17 @@ impl PoolState {
             }
             Command::SetPolicy(p) => self.set_policy(p).map(Some),
             Command::Restore(b) => self.restore(b).map(Some),
+            Command::IssueToken(t) => self.issue_token(t),
+            Command::RevokeToken { jti } => match self.tokens.get_mut(jti) {
+                Some(t) => {
+                    t.revoked = true;
+                    Ok(None)
+                }
+                None => Err(format!(
+                    "no token with id {jti} (see `cmctl token list`; records of tokens expired \
+                     over a day ago are dropped)"
+                )),
+            },
             Command::SetNegotiatorPaused { paused } => {
                 self.negotiator.paused = *paused;
                 Ok(None)

@@ -118,6 +118,7 @@ fn future_command_version_is_refused() {
     let r = s.apply(&Request {
         v: COMMAND_VERSION + 1,
         cmd: Command::Noop,
+        audit: None,
     });
     assert!(!r.ok && r.error.contains("newer"));
 }
@@ -410,4 +411,124 @@ fn restore_puts_back_a_saved_pool_and_a_bad_one_changes_nothing() {
     assert_eq!(fresh.accountant, before.accountant);
     assert_eq!(fresh.policy, before.policy);
     assert_eq!(fresh.limits, before.limits);
+}
+
+fn token(jti: &str, issued: i64, expires: i64) -> TokenRecord {
+    TokenRecord {
+        jti: jti.into(),
+        identity: "alice@pool.example".into(),
+        scopes: vec!["READ".into()],
+        issued,
+        expires,
+        revoked: false,
+    }
+}
+
+#[test]
+fn tokens_are_issued_once_revoked_by_id_and_pruned_a_day_after_expiry() {
+    let mut s = PoolState {
+        feature_version: FEATURE_VERSION,
+        ..Default::default()
+    };
+    let r = s.apply(&req(Command::IssueToken(token("a", 100, 200))));
+    assert!(r.ok, "{}", r.error);
+    assert!(
+        matches!(r.result, Some(CommandResult::TokenIssued { ref jti, expires: 200, .. }) if jti == "a")
+    );
+    let r = s.apply(&req(Command::IssueToken(token("a", 100, 300))));
+    assert!(!r.ok && r.error.contains("already issued"), "{}", r.error);
+    assert!(!s.apply(&req(Command::IssueToken(token("", 100, 300)))).ok);
+    assert!(!s.apply(&req(Command::IssueToken(token("b", 300, 300)))).ok);
+    assert!(s.apply(&req(Command::RevokeToken { jti: "a".into() })).ok);
+    assert!(s.tokens["a"].revoked);
+    let r = s.apply(&req(Command::RevokeToken { jti: "zz".into() }));
+    assert!(!r.ok && r.error.contains("zz"), "{}", r.error);
+    // Issuing a day after "a" expired drops its record.
+    assert!(
+        s.apply(&req(Command::IssueToken(token(
+            "c",
+            200 + tokens::KEEP_EXPIRED,
+            90_000
+        ))))
+        .ok
+    );
+    assert_eq!(s.tokens.keys().collect::<Vec<_>>(), ["c"]);
+}
+
+#[test]
+fn token_commands_wait_for_feature_version_5() {
+    let mut s = PoolState {
+        feature_version: 4,
+        ..Default::default()
+    };
+    let r = s.apply(&req(Command::IssueToken(token("a", 1, 2))));
+    assert!(
+        !r.ok && r.error.contains("feature version 5"),
+        "{}",
+        r.error
+    );
+}
+
+#[test]
+fn stamped_requests_leave_a_bounded_audit_trail_unstamped_ones_none() {
+    let mut s = PoolState::default();
+    let stamp = |t: i64| AuditStamp {
+        who: "admin@admin".into(),
+        from: "10.0.0.9".into(),
+        time: t,
+    };
+    s.apply(&req(Command::SetLimit {
+        name: "lic".into(),
+        limit: Some(2.0),
+    }));
+    assert!(s.audit.is_empty());
+    let mut r = req(Command::SetLimit {
+        name: "lic".into(),
+        limit: Some(3.0),
+    });
+    r.audit = Some(stamp(50));
+    s.apply(&r);
+    let mut bad = req(Command::CancelDrain {
+        machine: "nowhere".into(),
+    });
+    bad.audit = Some(stamp(60));
+    s.apply(&bad);
+    let a: Vec<_> = s.audit.iter().collect();
+    assert_eq!(a.len(), 2);
+    assert_eq!(
+        (a[0].time, a[0].who.as_str(), a[0].from.as_str()),
+        (50, "admin@admin", "10.0.0.9")
+    );
+    assert_eq!(a[0].command, "set_limit");
+    assert!(a[0].ok && a[0].summary.contains("lic") && a[0].summary.contains('3'));
+    assert!(!a[1].ok && a[1].error.contains("nowhere"));
+    for t in 0..(MAX_AUDIT_RECORDS as i64 + 5) {
+        let mut r = req(Command::Noop);
+        r.audit = Some(stamp(100 + t));
+        s.apply(&r);
+    }
+    assert_eq!(s.audit.len(), MAX_AUDIT_RECORDS);
+    assert_eq!(
+        s.audit.back().unwrap().time,
+        100 + MAX_AUDIT_RECORDS as i64 + 4
+    );
+    // The stamp survives the log's JSON, and an entry without one reads as before.
+    let json = serde_json::to_string(&r).unwrap();
+    assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
+    let old: Request = serde_json::from_str(r#"{"v":1,"cmd":"Noop"}"#).unwrap();
+    assert_eq!(old.audit, None);
+    assert_eq!(
+        crate::state::audit::shorten(&"x".repeat(500)).len(),
+        crate::state::audit::SUMMARY_CHARS + 3
+    );
+}
+
+#[test]
+fn a_state_from_before_tokens_and_audit_still_loads() {
+    let mut v = serde_json::to_value(PoolState::default()).unwrap();
+    let m = v.as_object_mut().unwrap();
+    m.remove("tokens");
+    m.remove("audit");
+    let s: PoolState = serde_json::from_value(v).unwrap();
+    assert!(s.tokens.is_empty() && s.audit.is_empty());
 }
