@@ -14,7 +14,9 @@
 //!   local socket, or nobody on an insecure listener);
 //! - [`authz`]: levels, their implications and the `ALLOW_`/`DENY_` policy;
 //! - [`methods`]: the one table of every RPC and the level it needs, enforced by
-//!   [`layer::Authorize`] in front of every service.
+//!   [`layer::Authorize`] in front of every service;
+//! - [`rate`]: what one identity may cost (a token bucket per principal), with the message
+//!   size and per-connection stream limits in [`transport`].
 #![warn(missing_docs)]
 
 pub mod authz;
@@ -22,6 +24,7 @@ pub mod identity;
 pub mod layer;
 pub mod methods;
 pub mod pki;
+pub mod rate;
 pub mod testing;
 pub mod transport;
 
