@@ -35,10 +35,7 @@ fn slot(n: u32, machine: &str) -> Ad {
 }
 
 fn batch(ads: Vec<Ad>) -> AdBatch {
-    AdBatch {
-        ads,
-        ..Default::default()
-    }
+    AdBatch { ads }
 }
 
 async fn machines(addr: &str) -> Vec<String> {

@@ -112,7 +112,6 @@ fn as_caller<T>(msg: T, name: &str, roles: &[aerie_security::Role]) -> tonic::Re
 fn slots_of(machines: &[&str]) -> pb::AdBatch {
     pb::AdBatch {
         ads: machines.iter().map(|m| slot_of(m)).collect(),
-        ..Default::default()
     }
 }
 
