@@ -44,7 +44,7 @@ creds=$run/credentials
 if [ ! -f "$creds/ca.crt" ]; then
   "$bin/aerie-cm" security init "$creds" --pool local --cms 3 \
     --holder exec1.pool.example=execute --holder exec2.pool.example=execute \
-    --holder ap.pool.example=access-point --holder sim=execute+access-point >/dev/null
+    --holder ap.pool.example=access-point --holder sim=execute+access-point+admin >/dev/null
 fi
 export AERIE_CREDENTIALS=$creds
 cm_pids=()

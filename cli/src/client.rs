@@ -126,7 +126,8 @@ impl Client {
     }
 
     fn connect(&self, addr: &str) -> anyhow::Result<AdminClient<Channel>> {
-        Ok(AdminClient::new(self.channel(addr)?).max_decoding_message_size(256 << 20))
+        Ok(AdminClient::new(self.channel(addr)?)
+            .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY))
     }
 
     /// Runs `f` against the collector of one CM after another (the last one that answered

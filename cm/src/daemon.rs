@@ -211,6 +211,8 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         timeout: Duration::from_millis(args.admin_timeout_ms),
         file_policy: file_policy.clone(),
         signing_key: signing_key.clone(),
+        write_limit: crate::limits::admin_write_limiter(cfg.as_ref())
+            .map_err(anyhow::Error::msg)?,
     };
     // The collector: soft state on every node, relayed between CMs; absent ads via Raft.
     // A quorum's acknowledgement counts as fresh for a few election timeouts.

@@ -7,6 +7,7 @@ pub mod config_val;
 pub mod daemon;
 pub mod knob;
 pub mod leader;
+pub mod limits;
 pub mod metrics;
 pub mod policy;
 pub mod raft;

@@ -26,6 +26,8 @@ pub trait AdSource: Send + Sync + 'static {
     fn ad_keys(&self) -> Vec<(String, String)>;
     /// Notified when an ad changes.
     fn changed(&self) -> &tokio::sync::Notify;
+    /// A CM reported its current Raft term in an advertise summary (0: it did not say).
+    fn cm_term(&self, _term: u64) {}
 }
 
 /// Ads per message: keeps each message a few MB even for large pools.
@@ -56,8 +58,8 @@ pub fn client(addr: &str) -> anyhow::Result<CollectorClient<Channel>> {
             .keep_alive_timeout(Duration::from_secs(10))
             .keep_alive_while_idle(true);
     Ok(CollectorClient::new(ep.connect_lazy())
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20))
+        .max_decoding_message_size(aerie_security::transport::MAX_MESSAGE)
+        .max_encoding_message_size(aerie_security::transport::MAX_MESSAGE))
 }
 
 /// Streams ads to the CMs in `cms` until the task is aborted.
@@ -103,10 +105,16 @@ async fn stream_to<S: AdSource>(sim: &Arc<S>, cm: &str, interval: Duration) -> a
     tracing::info!(cm = %cm, "ad stream open");
     // Summaries are read on their own task, so a large resend never waits on them.
     let cm_name = cm.to_string();
+    let source = sim.clone();
     let mut reader = tokio::spawn(async move {
         loop {
             match replies.next().await {
-                Some(Ok(summary)) => report(&cm_name, &summary),
+                Some(Ok(summary)) => {
+                    report(&cm_name, &summary);
+                    if summary.term > 0 {
+                        source.cm_term(summary.term);
+                    }
+                }
                 Some(Err(s)) => return format!("{cm_name} ended the ad stream: {}", s.message()),
                 None => return format!("{cm_name} closed the ad stream"),
             }

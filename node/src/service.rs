@@ -14,12 +14,14 @@ pub struct NodeService {
 }
 
 impl NodeService {
-    /// The `negotiation.AccessPoint` service, taking and sending messages up to 256 MiB (a
-    /// large pool's `GetRequests` reply carries every idle job ad).
+    /// The `negotiation.AccessPoint` service, taking and sending whole-pool messages (a large
+    /// pool's `GetRequests` reply carries every idle job ad, a cycle's grants every match).
+    /// Only central managers may call it (the authorization layer refuses anyone else before
+    /// a message is read), so the large limit is not a client's to exploit.
     pub fn access_point(&self) -> access_point_server::AccessPointServer<Self> {
         access_point_server::AccessPointServer::new(self.clone())
-            .max_decoding_message_size(256 << 20)
-            .max_encoding_message_size(256 << 20)
+            .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
+            .max_encoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
     }
 
     /// The `negotiation.Startd` service, with tonic's default limit of 4 MiB on a received

@@ -60,7 +60,7 @@ export AERIE_LOG=${AERIE_LOG:-warn}
 # Mutual TLS: the caller's credentials (the tests pass theirs), else a pool made here.
 if [ -z "${AERIE_CREDENTIALS:-}" ]; then
   : "${AERIE_CM_BIN:?set AERIE_CM_BIN (to make credentials) or AERIE_CREDENTIALS}"
-  "$AERIE_CM_BIN" security init "$work/credentials" --cms 3 --holder sim=execute+access-point >/dev/null
+  "$AERIE_CM_BIN" security init "$work/credentials" --cms 3 --holder sim=execute+access-point+admin >/dev/null
   export AERIE_CREDENTIALS=$work/credentials
 fi
 for id in 1 2 3; do

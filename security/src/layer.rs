@@ -127,7 +127,8 @@ pub fn caller_of(ext: &http::Extensions, headers: &http::HeaderMap) -> Result<Pe
         let addr = tls.get_ref().remote_addr().map(|a| a.ip());
         let first = tls.peer_certs().and_then(|c| c.first().cloned());
         let Some(first) = first else {
-            let caller = token_caller(headers, verifier().as_deref(), crate::transport::now_unix())?;
+            let caller =
+                token_caller(headers, verifier().as_deref(), crate::transport::now_unix())?;
             return Ok(Peer { caller, addr });
         };
         let id = Identity::from_der(&first).map_err(tonic::Status::unauthenticated)?;

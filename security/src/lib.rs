@@ -16,7 +16,9 @@
 //! - [`token`]: HTCondor-style IDTOKENS (HS256 JWTs) for people and scripts without a
 //!   certificate, limited to the levels of their scopes;
 //! - [`methods`]: the one table of every RPC and the level it needs, enforced by
-//!   [`layer::Authorize`] in front of every service.
+//!   [`layer::Authorize`] in front of every service;
+//! - [`rate`]: what one identity may cost (a token bucket per principal), with the message
+//!   size and per-connection stream limits in [`transport`].
 #![warn(missing_docs)]
 
 pub mod authz;
@@ -24,6 +26,7 @@ pub mod identity;
 pub mod layer;
 pub mod methods;
 pub mod pki;
+pub mod rate;
 pub mod testing;
 pub mod token;
 pub mod transport;

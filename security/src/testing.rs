@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 /// The name of the test process's own all-roles certificate.
 pub const HARNESS: &str = "harness";
 
-/// Names tests give their daemons (`--name`), each issued execute and access-point roles.
+/// Names tests give their daemons (`--name`), each issued execute and access-point roles
+/// (and `sim`, the simulator's, the admin role as well).
 const NODE_NAMES: &[&str] = &[
     "exec1",
     "exec2",
@@ -39,10 +40,13 @@ fn holders() -> Vec<Holder> {
         .and_then(|h| h.into_string().ok());
     for n in NODE_NAMES.iter().map(|s| s.to_string()).chain(host) {
         if !out.iter().any(|h| h.name == n) {
-            out.push(Holder {
-                name: n,
-                roles: vec![Role::Execute, Role::AccessPoint],
-            });
+            // The simulator stands in for many machines and access points: only an admin
+            // certificate may send other daemons' ads (the collector's binding).
+            let mut roles = vec![Role::Execute, Role::AccessPoint];
+            if n == "sim" {
+                roles.push(Role::Admin);
+            }
+            out.push(Holder { name: n, roles });
         }
     }
     out

@@ -130,7 +130,8 @@ impl Transport {
         )
     }
 
-    /// A gRPC server builder: TLS requiring a pool client certificate, and the
+    /// A gRPC server builder: TLS requiring a pool client certificate, the per-connection
+    /// limits ([`MAX_CONCURRENT_STREAMS`], [`MAX_REQUESTS_PER_CONNECTION`]), and the
     /// authorization layer enforcing `policy`.
     pub fn server(
         &self,
@@ -158,7 +159,7 @@ impl Transport {
             }
             Transport::Unconfigured => return Err(Self::unconfigured()),
         };
-        Ok(builder.layer(AuthorizeLayer::new(policy)))
+        Ok(limited(builder).layer(AuthorizeLayer::new(policy)))
     }
 
     /// An endpoint for a server of `role` at `addr` (`host:port`, with or without a scheme).
@@ -248,7 +249,33 @@ pub fn server() -> Result<
 /// HTCondor's FS authentication does), the installed policy.
 pub fn local_server(
 ) -> Server<tower::layer::util::Stack<AuthorizeLayer, tower::layer::util::Identity>> {
-    Server::builder().layer(AuthorizeLayer::new(policy()))
+    limited(Server::builder()).layer(AuthorizeLayer::new(policy()))
+}
+
+/// The largest gRPC message a service takes or sends (8 MiB): far above one node's batch of
+/// ads (`aerie-node` sends at most 2000 ads, about 3 MB, per message) or any single command,
+/// and small enough that a client cannot make a daemon buffer hundreds of megabytes. The few
+/// replies that carry a whole pool (collector and admin queries to clients, Raft snapshots)
+/// use [`MAX_POOL_REPLY`] or stream.
+pub const MAX_MESSAGE: usize = 8 << 20;
+
+/// The largest reply carrying a whole pool's state to a client that asked for it (a
+/// collector `Query` of every slot, an admin query of the whole replicated state, a Raft
+/// snapshot between CMs): 256 MiB, received only, never accepted from a client.
+pub const MAX_POOL_REPLY: usize = 256 << 20;
+
+/// HTTP/2 streams (RPCs in flight) one connection may open at once; more are refused by the
+/// HTTP/2 layer (`REFUSED_STREAM`). A daemon uses a handful (an ad stream, Raft, relay).
+pub const MAX_CONCURRENT_STREAMS: u32 = 128;
+
+/// Requests one connection may have served at once; further ones wait for a slot, so one
+/// client cannot take every worker.
+pub const MAX_REQUESTS_PER_CONNECTION: usize = 64;
+
+/// The per-connection limits every server of this crate gets.
+fn limited(b: Server) -> Server {
+    b.max_concurrent_streams(Some(MAX_CONCURRENT_STREAMS))
+        .concurrency_limit_per_connection(MAX_REQUESTS_PER_CONNECTION)
 }
 
 /// This process as a caller of its own services (a CM proposing a command it makes itself):

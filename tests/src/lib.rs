@@ -405,7 +405,7 @@ pub fn collector_client(
     addr: &str,
 ) -> aerie_proto::collector::collector_client::CollectorClient<Channel> {
     aerie_proto::collector::collector_client::CollectorClient::new(channel(addr))
-        .max_decoding_message_size(256 << 20)
+        .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
 }
 
 /// The ads of `ad_type` (`Machine`, `Submitter`, `Any`...) matching `constraint` (empty: all)
@@ -438,7 +438,7 @@ pub async fn admin(addr: &str) -> anyhow::Result<AdminClient<Channel>> {
     let ch = aerie_security::testing::endpoint(addr, aerie_security::Role::Cm)
         .connect_timeout(Duration::from_secs(1))
         .connect_lazy();
-    Ok(AdminClient::new(ch).max_decoding_message_size(256 << 20))
+    Ok(AdminClient::new(ch).max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY))
 }
 
 /// Submits a command through `addr`; the CM forwards to the leader.

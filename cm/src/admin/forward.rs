@@ -65,7 +65,8 @@ impl AdminService {
                         Duration::from_secs(1),
                     )
                     .map_err(AdminError::Failed)?;
-                    let client = AdminClient::new(ch).max_decoding_message_size(256 << 20);
+                    let client = AdminClient::new(ch)
+                        .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY);
                     return match remote(client, route.forward_timeout).await {
                         Ok(r) => Ok(r.into_inner()),
                         // The leader answered: its answer stands, whatever its kind.

@@ -50,6 +50,8 @@ pub struct AdminService {
     /// The pool's token signing key (`token-signing.key`), when this CM has one: it signs
     /// the tokens `cmctl token create` asks for.
     pub signing_key: Option<std::sync::Arc<aerie_security::token::SigningKey>>,
+    /// Admin writes per second per identity ([`crate::limits`]); CMs forwarding are exempt.
+    pub write_limit: std::sync::Arc<aerie_security::rate::Limiter>,
 }
 
 fn hint(l: LeaderInfo) -> pb::LeaderHint {
@@ -63,8 +65,8 @@ impl AdminService {
     /// The tonic server for this service.
     pub fn into_server(self) -> admin_server::AdminServer<Self> {
         admin_server::AdminServer::new(self)
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(256 << 20)
+            .max_decoding_message_size(aerie_security::transport::MAX_MESSAGE)
+            .max_encoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
     }
 
     fn leader_hint(&self) -> Option<pb::LeaderHint> {
@@ -296,8 +298,13 @@ impl admin_server::Admin for AdminService {
         &self,
         request: tonic::Request<pb::WriteRequest>,
     ) -> Result<Response<pb::WriteReply>, Status> {
+        let peer = aerie_security::layer::peer_of(&request);
+        if !peer.caller.is(aerie_security::Role::Cm) {
+            let now = Instant::now();
+            let who = peer.caller.to_string();
+            self.write_limit.take(&who, now).map_err(|e| e.status())?;
+        }
         timed("write", |r: &pb::WriteReply| r.ok, async {
-            let peer = aerie_security::layer::peer_of(&request);
             self.do_write(request.into_inner(), &peer).await
         })
         .await

@@ -10,6 +10,7 @@
 //! [`relay`] sends accepted updates to the other CMs and exchanges digests, [`absent`] writes
 //! absent/offline ads through Raft, and [`run`] starts them all for the daemon.
 pub mod absent;
+pub mod binding;
 pub mod relay;
 pub mod run;
 pub mod service;

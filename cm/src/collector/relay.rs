@@ -386,8 +386,8 @@ fn client(addr: &str) -> Result<CollectorClient<Channel>, String> {
         .timeout(Duration::from_secs(10))
         .connect_lazy();
     Ok(CollectorClient::new(ch)
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20))
+        .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
+        .max_encoding_message_size(aerie_security::transport::MAX_POOL_REPLY))
 }
 
 /// Sends one peer its queued changes in batches and exchanges digests with it.

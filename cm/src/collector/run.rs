@@ -53,6 +53,9 @@ pub fn start(
     let relay = Relay::new(id, table.clone(), relay_params);
     let mut svc = CollectorService::new(table.clone()).with_relay(relay.clone());
     svc.max_update_rate = rate;
+    let lead = leadership.clone();
+    svc.current_term = Some(Arc::new(move || lead.metrics().current_term));
+    svc.identity_limit = service::identity_limiter(service::max_update_rate_per_identity(cfg)?);
     let (cut_off, contact) = contact::spawn(leadership.clone(), cluster.clone(), fresh, cutoff);
     svc.cut_off = Some(cut_off);
     let tasks = vec![

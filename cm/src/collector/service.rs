@@ -3,9 +3,11 @@
 //! The table sits behind a `RwLock`: updates and sweeps take it briefly for writing, queries
 //! for reading. Time comes from the system clock here (Unix seconds), and only here, so the
 //! table itself stays deterministic.
+use super::binding::Sender;
 use super::relay::{self, Relay};
 use super::{address_host, AdTable, AdType, Query, RelayItem, Update};
 use aerie_proto::collector::{self as pb, collector_server};
+use aerie_security::rate::Limiter;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -38,6 +40,12 @@ pub struct CollectorService {
     /// than `AERIE_COLLECTOR_CUTOFF_TIMEOUT` ([`crate::raft::contact`]): its ad streams are
     /// closed and new ones refused, so nodes move to a CM of the majority. None: never.
     pub cut_off: Option<crate::raft::contact::CutOff>,
+    /// `AERIE_COLLECTOR_MAX_UPDATE_RATE_PER_IDENTITY`: ads (and invalidations) per second one
+    /// authenticated identity may send over all its connections together.
+    pub identity_limit: Arc<Limiter>,
+    /// The newest Raft term this CM knows, told to every node in its advertise summaries so
+    /// nodes can refuse claims carrying a forged term (none: 0, unknown).
+    pub current_term: Option<Arc<dyn Fn() -> u64 + Send + Sync>>,
 }
 
 /// Default of `AERIE_COLLECTOR_CUTOFF_TIMEOUT`: several elections' worth, so an ordinary
@@ -85,6 +93,33 @@ pub fn max_update_rate(c: &aerie_config::Config) -> Result<f64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Default of `AERIE_COLLECTOR_MAX_UPDATE_RATE_PER_IDENTITY`: as generous as the per-stream
+/// limit, so one node's (or one simulator's) whole pool fits, while a caller opening many
+/// streams gains nothing.
+pub const DEFAULT_MAX_UPDATE_RATE_PER_IDENTITY: f64 = DEFAULT_MAX_UPDATE_RATE;
+
+/// The knob naming the per-identity update rate.
+pub const IDENTITY_RATE_KNOB: &str = "AERIE_COLLECTOR_MAX_UPDATE_RATE_PER_IDENTITY";
+
+/// Reads `AERIE_COLLECTOR_MAX_UPDATE_RATE_PER_IDENTITY` (ads per second per identity, from
+/// the environment variable of that name or the configuration; default when unset).
+pub fn max_update_rate_per_identity(c: Option<&aerie_config::Config>) -> Result<f64, String> {
+    crate::knob::Knobs::new(c)
+        .number(
+            IDENTITY_RATE_KNOB,
+            Some(IDENTITY_RATE_KNOB),
+            DEFAULT_MAX_UPDATE_RATE_PER_IDENTITY,
+            0.001,
+            1e9,
+        )
+        .map_err(|e| e.to_string())
+}
+
+/// The per-identity bucket of ads: `rate` a second, bursts of one second's worth.
+pub fn identity_limiter(rate: f64) -> Arc<Limiter> {
+    Arc::new(Limiter::new(IDENTITY_RATE_KNOB, "ads", rate, rate))
+}
+
 /// A token bucket per stream: `rate` ads a second, bursts up to one second's worth.
 pub struct RateLimit {
     rate: f64,
@@ -124,6 +159,8 @@ impl CollectorService {
             relay: None,
             max_update_rate: DEFAULT_MAX_UPDATE_RATE,
             cut_off: None,
+            identity_limit: identity_limiter(DEFAULT_MAX_UPDATE_RATE_PER_IDENTITY),
+            current_term: None,
         }
     }
 
@@ -133,11 +170,15 @@ impl CollectorService {
         self
     }
 
-    /// The tonic server for this service.
+    /// The tonic server for this service. It takes whole-pool messages because a peer CM's
+    /// `Digest` request lists every ad it holds in one message (not paginated yet); a node's
+    /// ad batch is held to [`aerie_security::transport::MAX_MESSAGE`] by
+    /// [`check_batch_size`] instead, and only CMs may call `Digest` and `Relay` (the
+    /// authorization layer refuses anyone else before a message is read).
     pub fn into_server(self) -> collector_server::CollectorServer<Self> {
         collector_server::CollectorServer::new(self)
-            .max_decoding_message_size(256 << 20)
-            .max_encoding_message_size(256 << 20)
+            .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
+            .max_encoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
     }
 }
 
@@ -189,15 +230,62 @@ async fn apply_batch_blocking(
     relay: Option<Arc<Relay>>,
     batch: pb::AdBatch,
     limit: Option<Arc<std::sync::Mutex<RateLimit>>>,
+    from: Advertiser,
 ) -> Result<pb::AdvertiseSummary, tonic::Status> {
+    check_batch_size(&batch, &from.who)?;
     tokio::task::spawn_blocking(move || {
         let mut guard = limit
             .as_ref()
             .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
-        apply_batch(&table, relay.as_deref(), &batch, guard.as_deref_mut())
+        apply_batch(
+            &table,
+            relay.as_deref(),
+            &batch,
+            guard.as_deref_mut(),
+            &from,
+        )
     })
     .await
     .map_err(|e| tonic::Status::internal(format!("ingesting the batch failed: {e}")))
+}
+
+/// Who sent a batch: the ads it may send and the bucket it draws on.
+#[derive(Clone)]
+pub(crate) struct Advertiser {
+    /// What the sender's identity binds it to.
+    pub sender: Sender,
+    /// The caller's principal (`exec1@execute`), the key of its bucket.
+    pub who: String,
+    /// The per-identity bucket.
+    pub limit: Arc<Limiter>,
+}
+
+impl Advertiser {
+    /// The sender of `request`, per its authenticated caller.
+    fn of<T>(request: &tonic::Request<T>, limit: &Arc<Limiter>) -> Advertiser {
+        let peer = aerie_security::layer::peer_of(request);
+        Advertiser {
+            sender: Sender::of(&peer.caller, peer.addr),
+            who: peer.caller.to_string(),
+            limit: limit.clone(),
+        }
+    }
+}
+
+/// Refuses an ad batch larger than [`aerie_security::transport::MAX_MESSAGE`]: no node sends
+/// one (`aerie-node` sends at most 2000 ads a batch), and the collector's server takes larger
+/// messages only for its peers' digests.
+#[allow(clippy::result_large_err)]
+pub(crate) fn check_batch_size(batch: &pb::AdBatch, who: &str) -> Result<(), tonic::Status> {
+    let size: usize = batch.ads.iter().map(|a| a.text.len()).sum();
+    let max = aerie_security::transport::MAX_MESSAGE;
+    if size > max {
+        return Err(tonic::Status::resource_exhausted(format!(
+            "an ad batch of {size} bytes from {who} is over the limit of {max} bytes a message; \
+             send it in smaller batches"
+        )));
+    }
+    Ok(())
 }
 
 /// Judges and stores every ad of a batch, [`ADS_PER_LOCK`] ads per hold of the write lock;
@@ -208,6 +296,7 @@ fn apply_batch(
     relay: Option<&Relay>,
     batch: &pb::AdBatch,
     mut limit: Option<&mut RateLimit>,
+    from: &Advertiser,
 ) -> pb::AdvertiseSummary {
     let now = unix_now();
     let mut summary = pb::AdvertiseSummary::default();
@@ -233,7 +322,17 @@ fn apply_batch(
                     continue;
                 }
             }
-            match t.advertise_text(&ad.text, now) {
+            if let Err(e) = from.limit.take(&from.who, clock) {
+                throttled += 1;
+                summary.rejected += 1;
+                summary.results.push(pb::AdResult {
+                    ok: false,
+                    outcome: String::new(),
+                    error: e.to_string(),
+                });
+                continue;
+            }
+            match t.advertise_text_as(&ad.text, now, &from.sender) {
                 Ok((key, u)) => {
                     summary.accepted += 1;
                     if relay.is_some() {
@@ -342,14 +441,26 @@ impl collector_server::Collector for CollectorService {
         &self,
         request: tonic::Request<pb::AdBatch>,
     ) -> Result<tonic::Response<pb::AdvertiseSummary>, tonic::Status> {
-        apply_batch_blocking(
+        let from = Advertiser::of(&request, &self.identity_limit);
+        let mut summary = apply_batch_blocking(
             self.table.clone(),
             self.relay.clone(),
             request.into_inner(),
             None,
+            from,
         )
-        .await
-        .map(tonic::Response::new)
+        .await?;
+        summary.term = self.current_term.as_ref().map_or(0, |t| t());
+        // A batch refused whole for the caller's budget is the caller's error, not the ads'.
+        if summary.accepted == 0 && summary.rejected > 0 {
+            let over = format!("({IDENTITY_RATE_KNOB})");
+            if summary.results.iter().all(|r| r.error.contains(&over)) {
+                return Err(tonic::Status::resource_exhausted(
+                    summary.results[0].error.clone(),
+                ));
+            }
+        }
+        Ok(tonic::Response::new(summary))
     }
 
     type AdvertiseStreamStream = std::pin::Pin<
@@ -366,9 +477,16 @@ impl collector_server::Collector for CollectorService {
         let table = self.table.clone();
         let relay = self.relay.clone();
         let limit = Arc::new(std::sync::Mutex::new(RateLimit::new(self.max_update_rate)));
+        let from = Advertiser::of(&request, &self.identity_limit);
+        let term = self.current_term.clone();
         let out = request.into_inner().then(move |batch| {
             let (table, relay, limit) = (table.clone(), relay.clone(), limit.clone());
-            async move { apply_batch_blocking(table, relay, batch?, Some(limit)).await }
+            let (from, term) = (from.clone(), term.clone());
+            async move {
+                let mut s = apply_batch_blocking(table, relay, batch?, Some(limit), from).await?;
+                s.term = term.as_ref().map_or(0, |t| t());
+                Ok(s)
+            }
         });
         let Some(cut) = self.cut_off.clone() else {
             return Ok(tonic::Response::new(Box::pin(out)));
@@ -394,6 +512,10 @@ impl collector_server::Collector for CollectorService {
         &self,
         request: tonic::Request<pb::InvalidateRequest>,
     ) -> Result<tonic::Response<pb::InvalidateReply>, tonic::Status> {
+        let from = Advertiser::of(&request, &self.identity_limit);
+        from.limit
+            .take(&from.who, std::time::Instant::now())
+            .map_err(|e| e.status())?;
         let r = request.into_inner();
         let Some(t) = requested_type(&r.ad_type) else {
             return Err(tonic::Status::invalid_argument(
@@ -404,7 +526,12 @@ impl collector_server::Collector for CollectorService {
             .table
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .invalidate_name(&t, &r.name, address_host(&r.addr), unix_now());
+            .invalidate_name_as(&t, &r.name, address_host(&r.addr), unix_now(), &from.sender)
+            .map_err(|e| {
+                metrics::counter!("aerie_collector_updates_total", "outcome" => "not_owned")
+                    .increment(1);
+                tonic::Status::permission_denied(format!("Invalidate refused: {e}"))
+            })?;
         if let Some(relay) = &self.relay {
             relay.publish(&removed);
         }

@@ -94,3 +94,103 @@ async fn totals_answers_typed_keys_and_sums() {
         ]
     );
 }
+
+/// A request as the authorization layer passes it on: with the caller's [`Peer`].
+fn as_caller<T>(msg: T, name: &str, roles: &[aerie_security::Role]) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.extensions_mut().insert(aerie_security::identity::Peer {
+        caller: aerie_security::Caller::Daemon(aerie_security::Identity {
+            name: name.into(),
+            roles: roles.to_vec(),
+        }),
+        addr: Some("127.0.0.1".parse().unwrap()),
+    });
+    r
+}
+
+/// A batch of one slot ad per machine named.
+fn slots_of(machines: &[&str]) -> pb::AdBatch {
+    pb::AdBatch {
+        ads: machines.iter().map(|m| slot_of(m)).collect(),
+    }
+}
+
+/// What `Advertise` answers `name` (an execute node) sending `batch`.
+async fn advertise_as(
+    svc: &CollectorService,
+    batch: &pb::AdBatch,
+    name: &str,
+) -> Result<pb::AdvertiseSummary, tonic::Status> {
+    let r = as_caller(batch.clone(), name, &[aerie_security::Role::Execute]);
+    svc.advertise(r).await.map(|r| r.into_inner())
+}
+
+fn slot_of(machine: &str) -> pb::Ad {
+    pb::Ad {
+        text: format!(
+            "MyType = \"Machine\"\nName = \"slot1@{machine}\"\nMachine = \"{machine}\"\n\
+             MyAddress = \"<127.0.0.1:9618>\"\n"
+        ),
+    }
+}
+
+#[tokio::test]
+async fn a_startd_advertises_and_invalidates_only_its_own_machine() {
+    use aerie_security::Role;
+    let svc = service(0);
+    let batch = slots_of(&["m1", "m2"]);
+    let s = advertise_as(&svc, &batch, "m1").await.unwrap();
+    assert_eq!((s.accepted, s.rejected), (1, 1));
+    assert!(s.results[0].ok);
+    assert!(s.results[1].error.contains("Machine"), "{:?}", s.results[1]);
+    // The same text word for word (the table's fast path) is refused too.
+    let admin = svc
+        .advertise(as_caller(batch.clone(), "root", &[Role::Admin]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(admin.accepted, 2);
+    let again = advertise_as(&svc, &batch, "m1").await.unwrap();
+    assert_eq!((again.accepted, again.rejected), (1, 1));
+    // m1 cannot invalidate m2's slot, and m2's slot stays.
+    let inv = |name: &str| pb::InvalidateRequest {
+        ad_type: "Machine".into(),
+        name: name.into(),
+        addr: String::new(),
+    };
+    let e = svc
+        .invalidate(as_caller(inv("slot1@m2"), "m1", &[Role::Execute]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    assert!(
+        e.message().contains("m2") && e.message().contains("m1@execute"),
+        "{e:?}"
+    );
+    let found = svc
+        .invalidate(as_caller(inv("slot1@m2"), "m2", &[Role::Execute]))
+        .await
+        .unwrap()
+        .into_inner()
+        .found;
+    assert!(found);
+}
+
+#[tokio::test]
+async fn an_identity_over_its_budget_is_refused_naming_the_knob_and_itself() {
+    let mut svc = service(0);
+    svc.identity_limit = super::service::identity_limiter(0.01);
+    let batch = slots_of(&["m1", "m1", "m1"]);
+    let s = advertise_as(&svc, &batch, "m1").await.unwrap();
+    assert_eq!((s.accepted, s.rejected), (1, 2));
+    let e = advertise_as(&svc, &batch, "m1").await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted);
+    let m = e.message();
+    assert!(
+        m.contains("AERIE_COLLECTOR_MAX_UPDATE_RATE_PER_IDENTITY") && m.contains("m1@execute"),
+        "{m}"
+    );
+    // Another identity has its own budget.
+    let other = advertise_as(&svc, &slots_of(&["m2"]), "m2").await.unwrap();
+    assert_eq!(other.accepted, 1);
+}

@@ -77,7 +77,8 @@ async fn get_requests(
     timeout: Duration,
 ) -> Result<Vec<String>, String> {
     let ch = crate::raft::network::lazy_channel(ap, aerie_security::Role::AccessPoint, timeout)?;
-    let mut c = AccessPointClient::new(ch).max_decoding_message_size(256 << 20);
+    let mut c = AccessPointClient::new(ch)
+        .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY);
     let mut r = tonic::Request::new(req);
     r.set_timeout(timeout);
     match tokio::time::timeout(timeout, c.get_requests(r)).await {

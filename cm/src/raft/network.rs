@@ -139,7 +139,10 @@ impl Connection {
         if self.client.is_none() {
             let ch = lazy_channel(&self.addr, Role::Cm, self.rpc_deadline)
                 .map_err(CallError::Network)?;
-            self.client = Some(RaftClient::new(ch).max_decoding_message_size(256 << 20));
+            self.client = Some(
+                RaftClient::new(ch)
+                    .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY),
+            );
         }
         Ok(self.client.clone().expect("set above"))
     }

@@ -49,8 +49,8 @@ impl RaftService {
     /// The tonic server for this service.
     pub fn into_server(self) -> raft_server::RaftServer<Self> {
         raft_server::RaftServer::new(self)
-            .max_decoding_message_size(256 << 20)
-            .max_encoding_message_size(256 << 20)
+            .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
+            .max_encoding_message_size(aerie_security::transport::MAX_POOL_REPLY)
     }
 }
 

@@ -325,7 +325,7 @@ async fn send_once(addr: &str, ev: xpb::JobEventRequest) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot reach {addr}: {e}"))?;
     let reply = xpb::shadow_client::ShadowClient::new(ch)
-        .max_encoding_message_size(256 << 20)
+        .max_encoding_message_size(super::service::MAX_TRANSFER_MESSAGE)
         .job_event(ev)
         .await
         .map_err(|s| s.message().to_string())?

@@ -22,7 +22,7 @@ use anyhow::Context;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Notify};
@@ -68,6 +68,9 @@ pub struct Node {
     pub(super) seq: AtomicU64,
     changed: Notify,
     dump_ads: Option<PathBuf>,
+    /// Where the newest term seen is kept across restarts ([`crate::startd::term`]), and the
+    /// value last written there.
+    term_store: Option<(PathBuf, AtomicU64)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -85,17 +88,35 @@ impl Node {
             seq: AtomicU64::new(1),
             changed: Notify::new(),
             dump_ads,
+            term_store: None,
         }
+    }
+
+    /// Keeps the newest term seen in `state_dir` from now on, starting from what is there
+    /// (every slot's term fence is raised to it).
+    pub fn persist_terms_in(&mut self, state_dir: PathBuf) -> anyhow::Result<()> {
+        let t = crate::startd::term::load(&state_dir).map_err(anyhow::Error::msg)?;
+        lock(&self.mgr).restore_term(t);
+        tracing::info!(term = t, "newest Raft term seen before this start");
+        self.term_store = Some((state_dir, AtomicU64::new(t)));
+        Ok(())
     }
 
     /// Runs `f` on the slot manager, then carries out the effects it asked for and wakes the
     /// advertiser if an ad changed.
     pub fn with_mgr<R>(&self, f: impl FnOnce(&mut SlotManager) -> R) -> R {
-        let (r, effects, changed) = {
+        let (r, effects, changed, newest) = {
             let mut m = lock(&self.mgr);
             let r = f(&mut m);
-            (r, m.take_effects(), m.has_changes())
+            (r, m.take_effects(), m.has_changes(), m.newest_term())
         };
+        if let Some((dir, stored)) = &self.term_store {
+            if stored.fetch_max(newest, Ordering::SeqCst) < newest {
+                if let Err(e) = crate::startd::term::store(dir, newest) {
+                    tracing::warn!(error = %e, term = newest, "cannot keep the newest term");
+                }
+            }
+        }
         self.carry_out(effects);
         if changed {
             self.changed.notify_one();
@@ -234,6 +255,9 @@ impl crate::advertise::AdSource for Node {
     fn changed(&self) -> &Notify {
         &self.changed
     }
+    fn cm_term(&self, term: u64) {
+        self.with_mgr(|m| m.cm_reported_term(term));
+    }
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
@@ -320,7 +344,9 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         limits: limits.clone(),
         config: cfg.clone(),
     };
-    let node = Arc::new(Node::new(mgr, starter, args.dump_ads.clone()));
+    let mut node = Node::new(mgr, starter, args.dump_ads.clone());
+    node.persist_terms_in(args.state_dir.clone())?;
+    let node = Arc::new(node);
     node.dump_ads();
     if let Some(addr) = args.metrics_listen {
         metrics::install(addr)?;

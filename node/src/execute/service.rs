@@ -22,12 +22,12 @@ impl ExecuteService {
         startd_server::StartdServer::new(self.clone())
     }
 
-    /// The `execute.Execute` service, taking messages up to 256 MiB (an activation carries the
-    /// job's input files).
+    /// The `execute.Execute` service, taking messages up to [`MAX_TRANSFER_MESSAGE`] (an
+    /// activation carries the job's input files).
     pub fn execute(&self) -> execute_server::ExecuteServer<Self> {
         execute_server::ExecuteServer::new(self.clone())
-            .max_decoding_message_size(256 << 20)
-            .max_encoding_message_size(256 << 20)
+            .max_decoding_message_size(MAX_TRANSFER_MESSAGE)
+            .max_encoding_message_size(MAX_TRANSFER_MESSAGE)
     }
 }
 
@@ -153,3 +153,9 @@ impl execute_server::Execute for ExecuteService {
         }))
     }
 }
+
+/// The largest message carrying a job's files in one piece (an activation's input files, a
+/// job event's output files): 64 MiB. File transfer is not streamed yet, so this is above
+/// the [`aerie_security::transport::MAX_MESSAGE`] of every other service; sandboxes larger
+/// than this are refused with tonic's "message length too large" naming both sizes.
+pub const MAX_TRANSFER_MESSAGE: usize = 64 << 20;

@@ -124,6 +124,7 @@ pub struct SlotManager {
     removed: Vec<(String, String)>,
     effects: Vec<Effect>,
     job_limits: Option<&'static str>,
+    terms: crate::startd::term::TermBound,
 }
 
 fn refused(error: String) -> npb::ClaimReply {
@@ -196,6 +197,7 @@ impl SlotManager {
             removed: Vec::new(),
             effects: Vec::new(),
             job_limits: None,
+            terms: Default::default(),
         };
         m.tick(now, 0.0, None);
         m
@@ -467,6 +469,24 @@ impl SlotManager {
         });
     }
 
+    /// Starts from the newest term seen before a restart ([`crate::startd::term`]): every
+    /// slot's fence is raised to it.
+    pub fn restore_term(&mut self, persisted: u64) {
+        self.terms = crate::startd::term::TermBound::new(persisted);
+        self.startd.fence_all(persisted);
+    }
+
+    /// A central manager reported its current term (in an advertise summary). True when the
+    /// newest term grew, for the shell to persist [`SlotManager::newest_term`].
+    pub fn cm_reported_term(&mut self, term: u64) -> bool {
+        self.terms.reported(term)
+    }
+
+    /// The newest term this node has seen (claims and CM reports).
+    pub fn newest_term(&self) -> u64 {
+        self.terms.newest()
+    }
+
     /// A claim request (`Startd.RequestClaim`): the capability and term are checked first,
     /// then the slot's policy (`START` for the request; a busy slot only with `preempts`).
     pub fn request_claim(&mut self, req: &npb::ClaimRequest, now: i64) -> ClaimAnswer {
@@ -496,6 +516,9 @@ impl SlotManager {
         if slot.claim_id != req.claim_id {
             return no(Refusal::BadClaimId.to_string());
         }
+        if let Err(e) = self.terms.check(req.term) {
+            return no(e);
+        }
         if req.term < slot.newest_term {
             let r = Refusal::StaleTerm {
                 term: req.term,
@@ -503,6 +526,7 @@ impl SlotManager {
             };
             return no(r.to_string());
         }
+        self.terms.saw(req.term);
         let user = ["User", "Owner"]
             .iter()
             .find_map(|a| job_ad.eval_attr(a).as_str().map(str::to_string))

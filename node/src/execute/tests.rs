@@ -137,6 +137,43 @@ fn a_claim_needs_the_capability_and_a_term_no_older_than_seen_and_a_free_slot() 
 }
 
 #[test]
+fn a_forged_far_future_term_is_refused_and_does_not_move_the_fence() {
+    let mut m = two_static("");
+    let s1 = slot(1);
+    m.cm_reported_term(7);
+    // The right capability, a term no CM ever reported: refused, and the fence stays.
+    let forged = request(&m, &s1, u64::MAX, "", false);
+    let ClaimAnswer::Now(r) = m.request_claim(&forged, T0) else {
+        panic!("pending")
+    };
+    assert!(!r.ok && r.error.contains("implausible term"), "{r:?}");
+    assert_eq!(m.newest_term(), 7);
+    let real = request(&m, &s1, 7, "", false);
+    let ClaimAnswer::Now(r) = m.request_claim(&real, T0) else {
+        panic!("pending")
+    };
+    assert!(r.ok, "the real grant still claims the slot: {r:?}");
+}
+
+#[test]
+fn a_restarted_node_keeps_fencing_terms_older_than_it_saw() {
+    let mut m = two_static("");
+    m.restore_term(9);
+    let s1 = slot(1);
+    let old = request(&m, &s1, 8, "", false);
+    let ClaimAnswer::Now(r) = m.request_claim(&old, T0) else {
+        panic!("pending")
+    };
+    assert_eq!(r.error, "stale term 8 < 9");
+    let ok = request(&m, &s1, 10, "", false);
+    let ClaimAnswer::Now(r) = m.request_claim(&ok, T0) else {
+        panic!("pending")
+    };
+    assert!(r.ok, "{r:?}");
+    assert_eq!(m.newest_term(), 10);
+}
+
+#[test]
 fn a_start_expression_false_for_the_job_refuses_the_claim_and_leaves_the_slot_unclaimed() {
     let mut m = two_static("START = Owner == \"bob\"\n");
     let req = request(&m, &slot(1), 1, "", false);

@@ -71,14 +71,18 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
     std::fs::set_permissions(&args.socket, std::fs::Permissions::from_mode(0o666))
         .with_context(|| format!("cannot make {} mode 0666", args.socket.display()))?;
     let mut tasks = Vec::new();
-    let big = 256 << 20;
+    // Submissions carry input files (not streamed yet); queue queries may list the whole queue.
+    let (take, give) = (
+        crate::execute::service::MAX_TRANSFER_MESSAGE,
+        aerie_security::transport::MAX_POOL_REPLY,
+    );
     let s = schedd.clone();
     tasks.push(tokio::spawn(async move {
         let r = aerie_security::transport::local_server()
             .add_service(
                 ScheddServer::new(ScheddService(s))
-                    .max_decoding_message_size(big)
-                    .max_encoding_message_size(big),
+                    .max_decoding_message_size(take)
+                    .max_encoding_message_size(give),
             )
             .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(uds))
             .await;
@@ -92,9 +96,9 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
         let r = tcp_server
             .add_service(
                 AccessPointServer::new(AccessPointService(s.clone()))
-                    .max_encoding_message_size(big),
+                    .max_encoding_message_size(give),
             )
-            .add_service(ShadowServer::new(ShadowService(s)).max_decoding_message_size(big))
+            .add_service(ShadowServer::new(ShadowService(s)).max_decoding_message_size(take))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(tcp))
             .await;
         if let Err(e) = r {

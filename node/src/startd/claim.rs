@@ -379,6 +379,14 @@ impl Startd {
         self.slots.get(name)
     }
 
+    /// Raises every slot's term fence to at least `term` (the newest term the node saw
+    /// before a restart, [`super::term`]).
+    pub fn fence_all(&mut self, term: u64) {
+        for s in self.slots.values_mut() {
+            s.newest_term = s.newest_term.max(term);
+        }
+    }
+
     /// Every slot, dynamic ones included, in name order.
     pub fn slots(&self) -> impl Iterator<Item = &Slot> {
         self.slots.values()

@@ -7,7 +7,8 @@
 //! * [`layout`]: the slots HTCondor's configuration makes of the machine (`NUM_CPUS`,
 //!   `SLOT_TYPE_<N>`, partitionable slots, consumption policies, `STARTD_ATTRS`...);
 //! * [`load`]: how the machine's load and idle times are shared among its slots;
-//! * [`ad`]: a slot's `Machine` ad.
+//! * [`ad`]: a slot's `Machine` ad;
+//! * [`term`]: which claim terms the node believes, and the newest one kept across restarts.
 //!
 //! The policy state machine (which `State` and `Activity` a slot is in) is not here: the ad
 //! takes its answer as a plain input ([`ad::PolicyState`]).
@@ -16,5 +17,6 @@ mod claim;
 pub mod layout;
 pub mod load;
 pub mod machine;
+pub mod term;
 
 pub use claim::*;

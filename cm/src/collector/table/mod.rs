@@ -23,6 +23,8 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use super::binding::Sender;
+
 mod key;
 
 pub use key::{address_host, AdKey, AdType};
@@ -393,8 +395,20 @@ impl AdTable {
     /// Parses and stores one ad sent as text (old or new syntax). The size limit is checked
     /// before parsing, so an oversized ad costs nothing.
     pub fn advertise_text(&mut self, text: &str, now: i64) -> Result<(AdKey, Update), AdError> {
+        self.advertise_text_as(text, now, &Sender::Unbound)
+    }
+
+    /// [`AdTable::advertise_text`] for a caller bound to its own ads ([`Sender`]): an ad the
+    /// sender may not send is refused, naming the attribute that does not match, whether it
+    /// parses anew or repeats a stored ad word for word.
+    pub fn advertise_text_as(
+        &mut self,
+        text: &str,
+        now: i64,
+        sender: &Sender,
+    ) -> Result<(AdKey, Update), AdError> {
         let v = self.next_version(now);
-        self.ingest_text(text, v, Source::Local { now })
+        self.ingest_text(text, v, Source::Local { now }, sender)
             .and_then(|r| r.ok_or_else(|| not_stored(guess_name(text))))
     }
 
@@ -403,6 +417,7 @@ impl AdTable {
         text: &str,
         version: Version,
         source: Source,
+        sender: &Sender,
     ) -> Result<Option<(AdKey, Update)>, AdError> {
         if text.len() > self.params.max_ad_size {
             return Err(AdError {
@@ -419,6 +434,7 @@ impl AdTable {
         if let Some(key) = self.by_text.get(&h) {
             if let Some(e) = self.ads.get_mut(key) {
                 if e.text_hash == Some(h) && e.absent_since.is_none() {
+                    owned(sender, &e.ad, &key.name, true)?;
                     let Some(version) = source.refresh_version(version, e.version, e.lifetime)
                     else {
                         return Ok(None);
@@ -434,6 +450,7 @@ impl AdTable {
             attribute: None,
             reason,
         })?;
+        owned(sender, &ad, &guess_name(text), true)?;
         self.store(ad, Some(h), version, source)
     }
 
@@ -570,6 +587,20 @@ impl AdTable {
         host: &str,
         now: i64,
     ) -> Vec<RelayItem> {
+        self.invalidate_name_as(ad_type, name, host, now, &Sender::Unbound)
+            .unwrap_or_default()
+    }
+
+    /// [`AdTable::invalidate_name`] for a caller bound to its own ads: when any ad it would
+    /// remove belongs to another daemon, nothing is removed and the refusal says whose it is.
+    pub fn invalidate_name_as(
+        &mut self,
+        ad_type: &AdType,
+        name: &str,
+        host: &str,
+        now: i64,
+        sender: &Sender,
+    ) -> Result<Vec<RelayItem>, AdError> {
         let keys: Vec<AdKey> = self
             .ads
             .range(AdKey::new(ad_type.clone(), name, "")..)
@@ -577,6 +608,11 @@ impl AdTable {
             .filter(|(k, _)| host.is_empty() || k.host() == host)
             .map(|(k, _)| AdKey::clone(k))
             .collect();
+        for key in &keys {
+            if let Some(e) = self.ads.get(key) {
+                owned(sender, &e.ad, &key.name, false)?;
+            }
+        }
         let mut out = Vec::new();
         for key in keys {
             let mut v = self.next_version(now);
@@ -592,7 +628,7 @@ impl AdTable {
                 });
             }
         }
-        out
+        Ok(out)
     }
 
     fn invalidate_key(&mut self, key: &AdKey, version: Version, source: Source) -> bool {
@@ -964,6 +1000,15 @@ impl AdTable {
 
 /// Local updates are never judged stale (only relayed copies are); should that rule ever
 /// break, the sender gets this error rather than the daemon a panic.
+/// The sender's binding applied to one ad, as the table's refusal.
+fn owned(sender: &Sender, ad: &ClassAd, name: &str, check_addr: bool) -> Result<(), AdError> {
+    sender.may_send(ad, check_addr).map_err(|n| AdError {
+        ad: name.to_string(),
+        attribute: Some(n.attribute),
+        reason: n.reason,
+    })
+}
+
 fn not_stored(ad: String) -> AdError {
     AdError {
         ad,

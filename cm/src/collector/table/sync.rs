@@ -230,7 +230,12 @@ impl AdTable {
         now: i64,
     ) -> Result<Option<(AdKey, Update)>, AdError> {
         self.witness(version);
-        self.ingest_text(text, version, Source::Relayed { now, age })
+        self.ingest_text(
+            text,
+            version,
+            Source::Relayed { now, age },
+            &super::Sender::Unbound,
+        )
     }
 
     /// [`AdTable::apply_relayed_aged`] for a sender whose clock agrees with this CM's (the
