@@ -467,26 +467,32 @@ async fn a_second_claim_a_forged_one_and_an_older_term_are_refused() {
     let ad = job("true", "");
     let cid = d.claim_id("slot1@node1.test");
     let forged = d
-        .claim_with("slot1@node1.test", "forged", 5, &ad, false)
+        .claim_with("slot1@node1.test", "forged", 3, &ad, false)
         .await;
     assert!(
         !forged.ok && forged.error.contains("bad claim id"),
         "{forged:?}"
     );
-    let first = d.claim_with("slot1@node1.test", &cid, 5, &ad, false).await;
+    // A node without CMs has seen term 0: a claim may lead it by at most 3 terms, so a
+    // forged far-future term cannot fence the slot against every real grant.
+    let far = d
+        .claim_with("slot1@node1.test", &cid, u64::MAX, &ad, false)
+        .await;
+    assert!(!far.ok && far.error.contains("implausible term"), "{far:?}");
+    let first = d.claim_with("slot1@node1.test", &cid, 3, &ad, false).await;
     assert!(first.ok, "{first:?}");
-    let second = d.claim_with("slot1@node1.test", &cid, 5, &ad, false).await;
+    let second = d.claim_with("slot1@node1.test", &cid, 3, &ad, false).await;
     assert!(
         !second.ok && second.error.contains("already claimed"),
         "{second:?}"
     );
-    let stale = d.claim_with("slot1@node1.test", &cid, 4, &ad, false).await;
+    let stale = d.claim_with("slot1@node1.test", &cid, 2, &ad, false).await;
     assert!(!stale.ok && stale.error.contains("stale term"), "{stale:?}");
     let bad = d
         .claim_with(
             "slot2@node1.test",
             &d.claim_id("slot2@node1.test"),
-            5,
+            3,
             "[[[",
             false,
         )
