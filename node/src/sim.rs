@@ -293,11 +293,15 @@ impl Sim {
         }
     }
 
-    /// AccessPoint.GetRequests: the idle jobs.
+    /// AccessPoint.GetRequests: the idle jobs, always whole (the simulated access point
+    /// answers as one from before resource requests; the leader reads both).
     pub fn requests(&self, req: &pb::RequestsRequest) -> pb::RequestsReply {
         let jobs = self.lock().ap.idle_job_ads();
         tracing::debug!(term = req.term, cycle = req.cycle, negotiator = %req.negotiator, idle = jobs.len(), "requests");
-        pb::RequestsReply { jobs }
+        pb::RequestsReply {
+            jobs,
+            requests: Vec::new(),
+        }
     }
 
     /// AccessPoint.DeliverGrants: checks each grant at once and answers; the claims run in a

@@ -565,6 +565,7 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
             term: 1,
             cycle: 1,
             negotiator: "cm1".into(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -654,6 +655,142 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
         .unwrap()
         .into_inner();
     assert!(r.results[0].error.contains("stale term"), "{:?}", r.results);
+    drop((c, leader));
+    running.stop().await;
+}
+
+/// A slot ad for the resource-request test.
+fn slot_ad(name: &str, cpus: i64, requirements: &str) -> classad::ClassAd {
+    classad::parse_ad(&format!(
+        "MyType = \"Machine\"\nName = \"{name}\"\nState = \"Unclaimed\"\nActivity = \"Idle\"\n\
+         Cpus = {cpus}\nMemory = 4096\nDisk = 100000\nRequirements = {requirements}\nRank = 0"
+    ))
+    .unwrap()
+}
+
+/// Issue 15.4: the access point answers with resource requests; expanded by the leader they
+/// give the negotiator the same matches as the whole job ads, and a grant naming an
+/// autocluster goes to another idle job of it when the named one is taken.
+#[tokio::test]
+async fn resource_requests_negotiate_as_whole_jobs_and_grants_name_the_autocluster() {
+    use aerie_core::accountant::Accountant;
+    use aerie_core::negotiator::{negotiate, requests, NegotiationInput, NegotiatorConfig};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\ncat\n").unwrap();
+    std::fs::write(dir.path().join("in.txt"), "x\n").unwrap();
+    let a = args(dir.path());
+    let running: Running = start(&a).await.unwrap();
+    let mut c = connect_as(a.socket.clone(), None).await;
+    submit(&mut c, dir.path(), 4, "").await;
+    submit(&mut c, dir.path(), 2, "RequestCpus = 2").await;
+    submit(
+        &mut c,
+        dir.path(),
+        2,
+        "JobPrio = 5\nDepartment = \"physics\"",
+    )
+    .await;
+    submit(&mut c, dir.path(), 3, "Department = \"chemistry\"").await;
+    let mut leader = as_leader(&running).await;
+    let pools = [
+        vec![slot_ad("s1", 1, "true"), slot_ad("s2", 2, "true")],
+        vec![
+            slot_ad("s1", 4, "TARGET.Department =?= \"physics\""),
+            slot_ad("s2", 1, "true"),
+            slot_ad("s3", 2, "TARGET.Department =!= \"chemistry\""),
+            slot_ad("s4", 1, "TARGET.JobPrio > 1"),
+        ],
+        (0..12)
+            .map(|i| slot_ad(&format!("s{i}"), 1 + i % 3, "true"))
+            .collect(),
+    ];
+    let whole: Vec<classad::ClassAd> = leader
+        .get_requests(pb::RequestsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .iter()
+        .map(|t| classad::parse_ad(t).unwrap())
+        .collect();
+    assert_eq!(whole.len(), 11);
+    let cfg = NegotiatorConfig::default();
+    let acct = Accountant::new(cfg.accountant.clone());
+    let matches = |slots: &[classad::ClassAd], jobs: Vec<classad::ClassAd>| {
+        let input = NegotiationInput {
+            slots: slots.to_vec(),
+            jobs,
+        };
+        let o = negotiate(&input, &acct, &cfg, 1_700_000_000);
+        o.matches
+            .iter()
+            .map(|m| format!("{} {} {}", m.submitter, m.job, m.slot))
+            .collect::<Vec<_>>()
+    };
+    let mut autocluster = String::new();
+    for slots in &pools {
+        let reply = leader
+            .get_requests(pb::RequestsRequest {
+                term: 1,
+                cycle: 1,
+                negotiator: "cm1".into(),
+                resource_requests: true,
+                significant_attributes: requests::significant_names(&cfg, slots),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(reply.jobs.is_empty());
+        // Fewer requests than jobs: procs differing only in Out/Err share one.
+        assert!(reply.requests.len() < whole.len(), "{:?}", reply.requests);
+        assert_eq!(reply.requests.iter().map(|r| r.count).sum::<u64>(), 11);
+        let mut expanded = Vec::new();
+        for r in &reply.requests {
+            let rep = classad::parse_ad(&r.ad).unwrap();
+            let procs: Vec<requests::ProcRange> = r
+                .procs
+                .iter()
+                .map(|p| requests::ProcRange {
+                    first: p.first,
+                    count: p.count,
+                })
+                .collect();
+            requests::expand(&rep, r.has_ids.then_some(r.cluster), &procs, &mut expanded);
+        }
+        let want = matches(slots, whole.clone());
+        assert!(!want.is_empty());
+        assert_eq!(matches(slots, expanded), want);
+        autocluster = reply.requests[0].autocluster.clone();
+    }
+    // Two grants for 1.0 naming its autocluster (the claim signature: Requirements,
+    // Request*, submitter; not JobPrio or Department): the second goes to the
+    // highest-priority idle job of it, 3.0 (JobPrio 5), as a reused claim would.
+    let (node, addr) = fake_node().await;
+    node.0.lock().unwrap().run_forever = true;
+    let grant = |claim: &str| pb::Grant {
+        job: "1.0".into(),
+        slot: "slot1@node".into(),
+        startd_addr: addr.clone(),
+        claim_id: claim.into(),
+        weight: 1.0,
+        autocluster: autocluster.clone(),
+        ..Default::default()
+    };
+    let r = leader
+        .deliver_grants(pb::GrantBatch {
+            term: 2,
+            cycle: 1,
+            leader_id: 1,
+            grants: vec![grant("g1"), grant("g2")],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let accepted: Vec<bool> = r.results.iter().map(|r| r.accepted).collect();
+    assert_eq!(accepted, [true, true], "{:?}", r.results);
+    let seen = node.0.clone();
+    until("both claims", || seen.lock().unwrap().claims.len() == 2).await;
+    assert_eq!(seen.lock().unwrap().claims, ["1.0", "3.0"]);
     drop((c, leader));
     running.stop().await;
 }

@@ -186,6 +186,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
                     term: 3,
                     cycle: 1,
                     negotiator: "test".into(),
+                    ..Default::default()
                 })
                 .await?
                 .into_inner()
@@ -243,6 +244,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
                         term: 3,
                         cycle: 2,
                         negotiator: "test".into(),
+                        ..Default::default()
                     })
                     .await?
                     .into_inner()

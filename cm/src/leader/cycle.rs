@@ -11,6 +11,7 @@ use crate::collector::service::unix_now;
 use crate::raft::leadership::ConfirmError;
 use crate::raft::propose::{propose, ProposeError};
 use aerie_core::accountant::AccountantCommand;
+use aerie_core::negotiator::requests::significant_names;
 use aerie_core::negotiator::{negotiate, LimitedBy, NegotiationInput};
 use aerie_core::state::{Command, CommandResponse, CycleRecord};
 use std::time::Instant;
@@ -137,7 +138,8 @@ impl Leader {
         // 4. Idle jobs from every access point.
         let name = negotiator_name(&self.addr);
         let aps = snap.access_points();
-        let jobs = fetch_jobs(aps, term, cycle, &name, self.knobs.ap_timeout).await;
+        let significant = significant_names(&cfg, &snap.slots);
+        let jobs = fetch_jobs(aps, term, cycle, &name, significant, self.knobs.ap_timeout).await;
         phases.end("requests", Instant::now());
 
         // 5. The ledger after the tick (the policy was taken at step 1).
@@ -179,7 +181,13 @@ impl Leader {
 
         // 7. Grants to the access points that offered the jobs, only while a fresh
         // confirmation of leadership holds: the quorum may have gone while we negotiated.
-        let grants = build_grants(&outcome, &snap, &jobs.origin, &jobs.access_points);
+        let grants = build_grants(
+            &outcome,
+            &snap,
+            &jobs.origin,
+            &jobs.access_points,
+            &jobs.autocluster,
+        );
         let undeliverable = grants.undeliverable.len() as u64;
         let lease_end = match self
             .leadership

@@ -28,12 +28,15 @@ impl Grants {
 }
 
 /// Groups the matches of `outcome` by the access point that offered each job.
-/// `origin[job_index]` indexes `access_points`; slot indexes refer to `snap.slots`.
+/// `origin[job_index]` indexes `access_points`; `autocluster[job_index]` is the job's
+/// autocluster at its access point (empty, or missing, when it came as a whole ad); slot
+/// indexes refer to `snap.slots`.
 pub fn build_grants(
     outcome: &Outcome,
     snap: &PoolSnapshot,
     origin: &[usize],
     access_points: &[String],
+    autocluster: &[String],
 ) -> Grants {
     let mut g = Grants::default();
     for m in &outcome.matches {
@@ -77,6 +80,7 @@ pub fn build_grants(
             carve_memory,
             carve_disk,
             preempts: m.preempts.is_some(),
+            autocluster: autocluster.get(m.job_index).cloned().unwrap_or_default(),
         });
     }
     for (job, why) in &g.undeliverable {
@@ -224,7 +228,9 @@ mod tests {
             ],
             ..Default::default()
         };
-        let g = build_grants(&outcome, &snap, &origin, &aps);
+        // 7.* came in a resource request of autocluster "ac7"; 1.* came whole.
+        let acs = ["", "ac7", "", "ac7"].map(String::from);
+        let g = build_grants(&outcome, &snap, &origin, &aps, &acs);
         assert_eq!(g.len(), 2);
         let a = &g.by_ap["ap-a:1"];
         assert_eq!(a.len(), 1);
@@ -240,6 +246,10 @@ mod tests {
         let b = &g.by_ap["ap-b:2"];
         assert_eq!((b[0].job.as_str(), b[0].claim_id.as_str()), ("7.0", "c1"));
         assert_eq!((b[0].carve_cpus, b[0].carve_memory), (2.0, 2048.0));
+        assert_eq!(
+            (a[0].autocluster.as_str(), b[0].autocluster.as_str()),
+            ("", "ac7")
+        );
         // No claim id, no address: not granted, with the reason.
         assert_eq!(g.undeliverable.len(), 2);
         assert!(g.undeliverable[0].1.contains("ClaimId"));

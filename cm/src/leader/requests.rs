@@ -1,6 +1,19 @@
 //! Step 4 of a cycle: ask every access point for its idle jobs (`AccessPoint.GetRequests`),
 //! all at once, each with a deadline, and remember which access point offered which job.
-use aerie_proto::negotiation::{access_point_client::AccessPointClient, RequestsRequest};
+//!
+//! The leader asks for resource requests (HTCondor's schedd sends the negotiator one request
+//! per autocluster, schedd_negotiate.cpp): one representative ad per group of jobs the
+//! negotiator cannot tell apart, grouped by the names [`significant_names`] gives, with the
+//! jobs' ids; it expands each back into one ad per job (see
+//! [`aerie_core::negotiator::requests`]), so the cycle's outcome is the one with full ads,
+//! at the cost of parsing one ad per request instead of one per job. An access point that
+//! answers with whole job ads (one from before resource requests) is read as before.
+//!
+//! [`significant_names`]: aerie_core::negotiator::requests::significant_names
+use aerie_core::negotiator::requests::{expand, ProcRange};
+use aerie_proto::negotiation::{
+    access_point_client::AccessPointClient, RequestsReply, RequestsRequest, ResourceRequest,
+};
 use classad::ClassAd;
 use std::time::Duration;
 
@@ -14,9 +27,14 @@ pub struct JobSet {
     pub jobs: Vec<ClassAd>,
     /// `origin[i]` indexes `access_points`: who offered `jobs[i]`.
     pub origin: Vec<usize>,
+    /// `autocluster[i]`: the access point's autocluster of `jobs[i]` when it came in a
+    /// resource request, empty when it came whole (the grant names it).
+    pub autocluster: Vec<String>,
+    /// Resource requests read (each stands for one or more of `jobs`).
+    pub requests: usize,
     /// Access points that did not answer, with the reason.
     pub failed: Vec<(String, String)>,
-    /// Job ads skipped because they do not parse (already logged).
+    /// Job ads and resource requests skipped because they do not parse (already logged).
     pub skipped: usize,
 }
 
@@ -75,7 +93,7 @@ async fn get_requests(
     ap: &str,
     req: RequestsRequest,
     timeout: Duration,
-) -> Result<Vec<String>, String> {
+) -> Result<RequestsReply, String> {
     let ch = crate::raft::network::lazy_channel(ap, aerie_security::Role::AccessPoint, timeout)?;
     let mut c = AccessPointClient::new(ch)
         .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY);
@@ -84,16 +102,67 @@ async fn get_requests(
     match tokio::time::timeout(timeout, c.get_requests(r)).await {
         Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
         Ok(Err(s)) => Err(format!("{}: {}", s.code(), s.message())),
-        Ok(Ok(r)) => Ok(r.into_inner().jobs),
+        Ok(Ok(r)) => Ok(r.into_inner()),
     }
 }
 
-/// Asks every access point at once; an access point that fails costs only its own jobs.
+/// Expands the resource requests one access point returned into one ad per job, with each
+/// job's autocluster. A request whose ad does not parse is skipped with a warning naming the
+/// access point, the request and its cluster; returns the jobs, their autoclusters and how
+/// many requests were skipped.
+pub fn expand_requests(
+    ap: &str,
+    requests: &[ResourceRequest],
+) -> (Vec<ClassAd>, Vec<String>, usize) {
+    let mut jobs = Vec::new();
+    let mut autoclusters = Vec::new();
+    let mut skipped = 0;
+    for (i, r) in requests.iter().enumerate() {
+        let (mut ads, bad) = parse_jobs(ap, std::slice::from_ref(&r.ad));
+        let Some(rep) = ads.pop() else {
+            skipped += bad;
+            tracing::warn!(
+                access_point = ap,
+                request = i,
+                cluster = r.cluster,
+                jobs = r.count,
+                "skipping a resource request whose ad does not parse"
+            );
+            continue;
+        };
+        let procs: Vec<ProcRange> = r
+            .procs
+            .iter()
+            .map(|p| ProcRange {
+                first: p.first,
+                count: p.count,
+            })
+            .collect();
+        let before = jobs.len();
+        expand(&rep, r.has_ids.then_some(r.cluster), &procs, &mut jobs);
+        autoclusters.resize(jobs.len(), r.autocluster.clone());
+        if r.has_ids && (jobs.len() - before) as u64 != r.count {
+            tracing::warn!(
+                access_point = ap,
+                request = i,
+                cluster = r.cluster,
+                count = r.count,
+                ids = jobs.len() - before,
+                "a resource request's count does not match its ids; negotiating for its ids"
+            );
+        }
+    }
+    (jobs, autoclusters, skipped)
+}
+
+/// Asks every access point at once for resource requests grouped by `significant` (the
+/// leader's significant names); an access point that fails costs only its own jobs.
 pub async fn fetch_jobs(
     access_points: Vec<String>,
     term: u64,
     cycle: u64,
     negotiator: &str,
+    significant: Vec<String>,
     timeout: Duration,
 ) -> JobSet {
     let calls = access_points.iter().map(|ap| {
@@ -103,6 +172,8 @@ pub async fn fetch_jobs(
                 term,
                 cycle,
                 negotiator: negotiator.to_string(),
+                resource_requests: true,
+                significant_attributes: significant.clone(),
             },
             timeout,
         )
@@ -114,11 +185,18 @@ pub async fn fetch_jobs(
     };
     for (i, (ap, ans)) in access_points.iter().zip(answers).enumerate() {
         match ans {
-            Ok(texts) => {
-                let (jobs, skipped) = parse_jobs(ap, &texts);
-                set.skipped += skipped;
-                set.origin.extend(std::iter::repeat_n(i, jobs.len()));
-                set.jobs.extend(jobs);
+            Ok(reply) => {
+                let (whole, skipped) = parse_jobs(ap, &reply.jobs);
+                let (expanded, autoclusters, bad) = expand_requests(ap, &reply.requests);
+                set.skipped += skipped + bad;
+                set.requests += reply.requests.len();
+                set.autocluster
+                    .extend(std::iter::repeat_n(String::new(), whole.len()));
+                set.autocluster.extend(autoclusters);
+                set.jobs.extend(whole);
+                set.jobs.extend(expanded);
+                set.origin
+                    .extend(std::iter::repeat_n(i, set.jobs.len() - set.origin.len()));
             }
             Err(e) => {
                 tracing::warn!(access_point = %ap, error = %e, term, cycle, "access point did not give its jobs");
@@ -145,5 +223,41 @@ mod tests {
         assert_eq!(jobs.len(), 2);
         assert_eq!(skipped, 2);
         assert_eq!(job_id_guess(&texts[1]), "1.1");
+    }
+
+    #[test]
+    fn resource_requests_expand_into_one_ad_per_job_with_its_autocluster() {
+        use aerie_proto::negotiation::ProcRange as Pr;
+        let request = |ad: &str, cluster, procs: Vec<Pr>, has_ids| ResourceRequest {
+            ad: ad.to_string(),
+            cluster,
+            count: procs.iter().map(|p| u64::from(p.count)).sum::<u64>().max(1),
+            procs,
+            autocluster: format!("ac{cluster}"),
+            has_ids,
+        };
+        let requests = vec![
+            request(
+                "ClusterId = 7\nProcId = 0\nOwner = \"alice\"\n",
+                7,
+                vec![Pr { first: 0, count: 2 }, Pr { first: 5, count: 1 }],
+                true,
+            ),
+            request(
+                "ClusterId = 8\nRequirements = (1 +\n",
+                8,
+                vec![Pr { first: 0, count: 9 }],
+                true,
+            ),
+            request("Owner = \"bob\"\n", 0, vec![], false),
+        ];
+        let (jobs, acs, skipped) = expand_requests("127.0.0.1:1", &requests);
+        let ids: Vec<String> = jobs
+            .iter()
+            .map(|j| format!("{}.{}", j.eval_attr("ClusterId"), j.eval_attr("ProcId")))
+            .collect();
+        assert_eq!(ids, ["7.0", "7.1", "7.5", "undefined.undefined"]);
+        assert_eq!(acs, ["ac7", "ac7", "ac7", "ac0"]);
+        assert_eq!(skipped, 1);
     }
 }

@@ -12,7 +12,7 @@ use crate::accountant::{Accountant, AccountantCommand};
 use classad::{ClassAd, Value};
 
 /// The cycle's time.
-const NOW: i64 = 1_700_100_000;
+pub(super) const NOW: i64 = 1_700_100_000;
 
 /// [`negotiate`] the straightforward way: every autocluster is a job class of its own, evaluates
 /// every expression of a pair itself and builds and sorts its candidates itself, as the cycle
@@ -53,15 +53,15 @@ impl Seq {
 
 /// What varies between the random pools besides the ads.
 #[derive(Clone, Copy)]
-struct Shape {
+pub(super) struct Shape {
     /// Disk, benchmarks, load and idle time drawn from a few values: classes of several
     /// slots, and classes that tie on the sort keys (a walk orders those by their first live
     /// slot, which changes as slots are taken).
-    ties: bool,
+    pub(super) ties: bool,
     /// One slot in five claimed by a submitter, with PREEMPTION_REQUIREMENTS on priority.
-    preemption: bool,
+    pub(super) preemption: bool,
     /// Submitters in two groups with static quotas.
-    groups: bool,
+    pub(super) groups: bool,
 }
 
 fn user(s: u64, groups: bool) -> String {
@@ -164,7 +164,7 @@ fn job(r: &mut Seq, j: usize, shape: Shape, n_subs: u64) -> ClassAd {
 }
 
 /// A random heterogeneous pool, its ledger and configuration.
-fn pool(seed: u64, shape: Shape) -> (NegotiationInput, Accountant, NegotiatorConfig) {
+pub(super) fn pool(seed: u64, shape: Shape) -> (NegotiationInput, Accountant, NegotiatorConfig) {
     let mut r = Seq(seed);
     let n_subs = 2 + r.below(5);
     let n_slots = 20 + r.below(120) as usize;

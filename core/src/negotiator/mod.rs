@@ -24,6 +24,7 @@
 //! | `spread.rs` | pair evaluations spread over every core, slot by slot | (matchmakingAlgorithm's scan) |
 //! | `matchmaking.rs` | one job and one slot: match, ranks, preemption rules, consumption, cost | IsAMatch, calculateRanks, SubmitterLimitPermits, cp_compute_consumption, cp_sufficient_assets, cp_override_requested, the startd's create_dslot |
 //! | `figures.rs` | counters and figures, and the outcome built from them | NegotiationCycleStats, publishNegotiationCycleStats |
+//! | `requests.rs` | an access point's idle jobs as resource requests (one ad per group the cycle cannot tell apart, with the jobs' ids) and back | the schedd's resource request list (autocluster.cpp, schedd_negotiate.cpp) |
 //! | `config.rs`, `limits.rs`, `outcome.rs` | the knobs, concurrency limits, the outcome's types | |
 #![warn(missing_docs)]
 mod candidates;
@@ -39,6 +40,7 @@ mod matchmaking;
 pub mod outcome;
 mod pie;
 mod prep;
+pub mod requests;
 mod scan;
 mod spread;
 mod state;

@@ -65,35 +65,7 @@ pub(super) fn prepare<'a>(
     let mut min_weight = f64::MAX;
     let sn = SlotNames::new();
     // --- significant names (for slot classes and autoclusters)
-    let mut names: BTreeSet<String> = BTreeSet::new();
-    for root in [
-        "requirements",
-        "rank",
-        "slotweight",
-        "requestcpus",
-        "requestmemory",
-        "requestdisk",
-        "concurrencylimits",
-        "concurrencylimitsexpr",
-        "cpus",
-        "memory",
-        "disk",
-    ] {
-        names.insert(root.to_string());
-    }
-    for e in [
-        &cfg.pre_job_rank,
-        &cfg.post_job_rank,
-        &cfg.preemption_requirements,
-        &cfg.preemption_rank,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let r = e.references();
-        names.extend(r.internal);
-        names.extend(r.external);
-    }
+    let mut names = significant_roots(cfg);
     // Closure of the referenced names through each ad. Only non-literal attributes carry
     // references, so ads whose non-literal attributes are identical have the same closure:
     // visit one ad per such fingerprint.
@@ -487,12 +459,48 @@ pub(super) fn prepare<'a>(
     (tables, state, figures)
 }
 
+/// The names every cycle treats as significant before reading any ad: the attributes the
+/// matchmaker reads by name and everything the negotiator's own expressions reference
+/// (compute_significant_attrs' starting set).
+pub(super) fn significant_roots(cfg: &NegotiatorConfig) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = [
+        "requirements",
+        "rank",
+        "slotweight",
+        "requestcpus",
+        "requestmemory",
+        "requestdisk",
+        "concurrencylimits",
+        "concurrencylimitsexpr",
+        "cpus",
+        "memory",
+        "disk",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    for e in [
+        &cfg.pre_job_rank,
+        &cfg.post_job_rank,
+        &cfg.preemption_requirements,
+        &cfg.preemption_rank,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let r = e.references();
+        names.extend(r.internal);
+        names.extend(r.external);
+    }
+    names
+}
+
 /// The names an expression references: internal (`MY.` or bare) and external (`TARGET.`).
 type Refs = (Vec<String>, Vec<String>);
 
 /// The names reachable from `roots` through the expressions of `ads` (one ad per fingerprint
 /// of non-literal attributes holds every expression there is), in either ad.
-fn reach(roots: Vec<String>, ads: &[&ClassAd]) -> BTreeSet<String> {
+pub(super) fn reach(roots: Vec<String>, ads: &[&ClassAd]) -> BTreeSet<String> {
     let mut read: BTreeSet<String> = BTreeSet::new();
     let mut todo = roots;
     while let Some(n) = todo.pop() {

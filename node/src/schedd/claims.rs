@@ -78,6 +78,40 @@ impl Claims {
         Ok(id)
     }
 
+    /// [`Self::begin_grant`] for a grant that names the job's autocluster
+    /// ([`job::autocluster_id`]; empty for a grant made on the full job ad): when the named
+    /// job cannot take it (gone, running, being claimed, held back), another idle job of that
+    /// autocluster does, as HTCondor's schedd picks the job for a match of a resource request.
+    /// A stale term is refused whatever the autocluster.
+    pub fn begin_grant_in(
+        &mut self,
+        term: u64,
+        job: &str,
+        autocluster: &str,
+        queue: &Queue,
+        now: i64,
+    ) -> Result<JobId, String> {
+        let named = self.begin_grant(term, job, queue, now);
+        if named.is_ok() || autocluster.is_empty() || term < self.newest_term {
+            return named;
+        }
+        let signature = queue
+            .idle_signatures()
+            .find(|s| job::autocluster_id(s) == autocluster)
+            .map(str::to_string);
+        match signature.and_then(|s| self.pick(&s, queue, now)) {
+            Some(id) => {
+                self.claiming.insert(id);
+                self.newest_term = self.newest_term.max(term);
+                Ok(id)
+            }
+            None => Err(format!(
+                "{}; autocluster {autocluster} has no other idle job",
+                named.unwrap_err()
+            )),
+        }
+    }
+
     /// The claim for a begun grant failed: the job may be matched again.
     pub fn abort_grant(&mut self, id: JobId) {
         self.claiming.remove(&id);
@@ -191,8 +225,14 @@ impl Claims {
         if c.job.is_some() || (worklife >= 0 && now - c.since >= worklife) {
             return None;
         }
+        self.pick(&c.signature, queue, now)
+    }
+
+    /// The idle job of autocluster `signature` a claim or a grant takes: not bound or being
+    /// claimed, not held back; the highest `JobPrio`, then the oldest id.
+    fn pick(&self, signature: &str, queue: &Queue, now: i64) -> Option<JobId> {
         let mut best: Option<(i64, JobId)> = None;
-        for id in queue.idle_of_signature(&c.signature) {
+        for id in queue.idle_of_signature(signature) {
             if self.busy(id) || self.is_held_back(id, now) {
                 continue;
             }
@@ -296,6 +336,28 @@ mod tests {
         assert_eq!(c.idle_ads(&q, 99).count(), 0);
         assert_eq!(c.idle_ads(&q, 100).count(), 1);
         assert!(c.begin_grant(6, "1.0", &q, 100).is_ok());
+    }
+
+    #[test]
+    fn a_grant_naming_an_autocluster_falls_to_another_of_its_idle_jobs() {
+        let q = queue(&[(1, ""), (1, "JobPrio = 2"), (2, "")]);
+        let ac = job::autocluster_id(&job::signature(q.get(JobId::new(1, 0)).unwrap()));
+        let mut c = Claims::default();
+        // The named job is free: it takes the grant.
+        assert_eq!(c.begin_grant_in(3, "1.0", &ac, &q, 0), Ok(JobId::new(1, 0)));
+        // Named again while being claimed: the other job of its autocluster takes it.
+        assert_eq!(c.begin_grant_in(3, "1.0", &ac, &q, 0), Ok(JobId::new(2, 0)));
+        // None left in it (3.0 asks for 2 cpus: another autocluster).
+        let e = c.begin_grant_in(3, "1.0", &ac, &q, 0).unwrap_err();
+        assert!(e.contains("no other idle job"), "{e}");
+        // A grant made on a whole ad names no autocluster: the named job or nothing.
+        assert!(c.begin_grant_in(3, "9.0", "", &q, 0).is_err());
+        // A stale term is refused whatever the autocluster.
+        c.abort_grant(JobId::new(2, 0));
+        let e = c.begin_grant_in(2, "1.0", &ac, &q, 0).unwrap_err();
+        assert!(e.contains("stale term"), "{e}");
+        // A gone job's grant goes to an idle one of its autocluster.
+        assert_eq!(c.begin_grant_in(3, "1.7", &ac, &q, 0), Ok(JobId::new(2, 0)));
     }
 
     #[test]

@@ -215,6 +215,14 @@ pub fn signature(ad: &ClassAd) -> String {
     s
 }
 
+/// The autocluster's name in resource requests and grants: the first 8 bytes of the
+/// signature's SHA-256, in hex (stable across restarts, short on the wire).
+pub fn autocluster_id(signature: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(signature.as_bytes());
+    d[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -225,6 +225,11 @@ impl Queue {
             .flat_map(|s| s.iter().copied())
     }
 
+    /// The signatures that have idle jobs.
+    pub fn idle_signatures(&self) -> impl Iterator<Item = &str> {
+        self.idle_by_signature.keys().map(String::as_str)
+    }
+
     /// The job's ad.
     pub fn get(&self, id: JobId) -> Option<&ClassAd> {
         self.jobs.get(&id)

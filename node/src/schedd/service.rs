@@ -142,9 +142,24 @@ impl pb::access_point_server::AccessPoint for AccessPointService {
         req: Request<pb::RequestsRequest>,
     ) -> Result<Response<pb::RequestsReply>, Status> {
         let r = req.into_inner();
+        if r.resource_requests {
+            let s = self.0.clone();
+            let names = r.significant_attributes;
+            let requests = tokio::task::spawn_blocking(move || s.resource_requests(&names))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?;
+            tracing::debug!(term = r.term, cycle = r.cycle, negotiator = %r.negotiator, requests = requests.len(), idle = requests.iter().map(|q| q.count).sum::<u64>(), "resource requests");
+            return Ok(Response::new(pb::RequestsReply {
+                jobs: Vec::new(),
+                requests,
+            }));
+        }
         let jobs = self.0.requests();
         tracing::debug!(term = r.term, cycle = r.cycle, negotiator = %r.negotiator, idle = jobs.len(), "requests");
-        Ok(Response::new(pb::RequestsReply { jobs }))
+        Ok(Response::new(pb::RequestsReply {
+            jobs,
+            requests: Vec::new(),
+        }))
     }
 
     async fn deliver_grants(

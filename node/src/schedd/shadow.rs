@@ -14,6 +14,7 @@ use super::files::{self, FileError};
 use super::job::{self, hold_code, JobId, Status};
 use super::metrics;
 use super::queue::{Change, Exit};
+use aerie_core::negotiator::requests;
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
 use std::sync::Arc;
@@ -81,6 +82,36 @@ impl Schedd {
             .collect()
     }
 
+    /// AccessPoint.GetRequests with resource requests: the same idle jobs as [`Self::requests`],
+    /// grouped by `significant` (the leader's names) into one representative ad per group
+    /// the negotiator cannot tell apart, with the jobs' ids and their autocluster (see
+    /// [`aerie_core::negotiator::requests`]).
+    pub fn resource_requests(&self, significant: &[String]) -> Vec<pb::ResourceRequest> {
+        let st = self.lock();
+        let idle: Vec<&classad::ClassAd> = st.claims.idle_ads(&st.queue, now_secs()).collect();
+        requests::group(&idle, significant)
+            .into_iter()
+            .map(|g| {
+                let rep = idle[g.rep];
+                pb::ResourceRequest {
+                    ad: rep.to_old_syntax(),
+                    cluster: g.cluster.unwrap_or(0),
+                    count: g.count(),
+                    has_ids: g.cluster.is_some(),
+                    procs: g
+                        .procs
+                        .iter()
+                        .map(|r| pb::ProcRange {
+                            first: r.first,
+                            count: r.count,
+                        })
+                        .collect(),
+                    autocluster: job::autocluster_id(&job::signature(rep)),
+                }
+            })
+            .collect()
+    }
+
     /// AccessPoint.DeliverGrants: checks every grant at once and answers; the claims run in
     /// a task of their own.
     pub fn deliver(self: &Arc<Self>, batch: pb::GrantBatch) -> pb::GrantReply {
@@ -91,11 +122,17 @@ impl Schedd {
             let mut st = self.lock();
             for g in batch.grants {
                 let inner = &mut *st;
-                match inner
-                    .claims
-                    .begin_grant(batch.term, &g.job, &inner.queue, now)
-                {
+                match inner.claims.begin_grant_in(
+                    batch.term,
+                    &g.job,
+                    &g.autocluster,
+                    &inner.queue,
+                    now,
+                ) {
                     Ok(id) => {
+                        if id.to_string() != g.job {
+                            tracing::info!(granted = %g.job, job = %id, autocluster = %g.autocluster, slot = %g.slot, "grant taken by another job of its autocluster");
+                        }
                         results.push(pb::GrantResult {
                             accepted: true,
                             error: String::new(),
