@@ -81,9 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             println!("issued {}.crt in {}", holder.name, dir.display());
         }
         Cmd::Show { dir } => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_secs() as i64;
+            let now = aerie_security::transport::now_unix();
             let mut names: Vec<String> = std::fs::read_dir(&dir)
                 .with_context(|| format!("reading {}", dir.display()))?
                 .filter_map(|e| e.ok())

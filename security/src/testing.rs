@@ -91,11 +91,8 @@ pub fn test_pool() -> &'static Path {
         std::env::set_var("AERIE_CREDENTIALS", &dir);
         std::env::remove_var("AERIE_CREDENTIAL_NAME");
         std::env::remove_var("AERIE_INSECURE");
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock after 1970")
-            .as_secs() as i64;
-        let t = crate::Transport::load(&dir, HARNESS, now).expect("load the harness certificate");
+        let t = crate::Transport::load(&dir, HARNESS, crate::transport::now_unix())
+            .expect("load the harness certificate");
         crate::install(t, crate::Policy::defaults());
         dir
     })

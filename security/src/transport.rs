@@ -373,7 +373,9 @@ fn token_transport(dir: Option<&Path>, token: String) -> Result<Transport, Trans
     })
 }
 
-pub(crate) fn now_unix() -> i64 {
+/// The clock as certificates and tokens count it (Unix seconds); the one place this crate and
+/// its tools read it.
+pub fn now_unix() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
