@@ -18,8 +18,8 @@ mod table;
 
 pub use table::{
     address_host, is_private_attr, AdError, AdKey, AdTable, AdType, CollectorParams, DigestDiff,
-    DigestEntry, ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, TotalsRow, Update,
-    Version,
+    DigestEntry, DigestPage, ExpiryReport, HiddenAd, Query, RelayItem, ReplicatedAd, TotalsRow,
+    Update, Version,
 };
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! two views converge after a partition (last writer wins, see [`Version`]). Relayed changes
 //! are never relayed again. Peers are the Raft membership minus this CM.
 use super::service::{unix_now, SharedTable};
-use super::{AdKey, AdType, DigestEntry, RelayItem, Version};
+use super::{AdKey, AdType, DigestEntry, DigestPage, RelayItem, Version};
 use crate::raft::{NodeId, Raft};
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
 use std::collections::{BTreeMap, HashMap};
@@ -192,7 +192,7 @@ pub fn item_to_pb(i: &RelayItem, now: i64) -> pb::RelayedAd {
     pb::RelayedAd {
         key: Some(key_to_pb(&i.key)),
         version: Some(version_to_pb(i.version)),
-        text: i.text.clone().unwrap_or_default(),
+        text: i.text.as_deref().unwrap_or_default().to_owned(),
         invalidate: i.text.is_none(),
         age_seconds: now.saturating_sub(i.heard).max(0),
     }
@@ -481,64 +481,137 @@ async fn peer_worker(
     }
 }
 
-/// Sends this table's digest to a peer, stores what it holds newer, and relays what it
-/// wants. Returns (ads pulled, ads pushed).
+/// Digest entries per request page: about 1.5 MB of keys and versions, well under the
+/// message limit, so a pool of any size is compared in several requests.
+pub const DIGEST_PAGE_ENTRIES: usize = 20_000;
+
+/// Ad text per digest reply before it is cut (the peer asks again for the rest).
+pub const DIGEST_REPLY_BYTES: usize = 4 << 20;
+// A reply's ads, keys and framing must stay under what a peer accepts in one message.
+const _: () = assert!(DIGEST_REPLY_BYTES * 3 / 2 < aerie_security::transport::MAX_MESSAGE);
+
+/// Sends this table's digest to a peer, a page of keys at a time, stores what the peer holds
+/// newer, and relays what it wants. Returns (ads pulled, ads pushed).
 async fn exchange_digest(
     relay: &Relay,
     c: &mut CollectorClient<Channel>,
 ) -> Result<(usize, usize), String> {
-    let entries: Vec<pb::DigestEntry> = {
-        let t = relay.table.read().unwrap_or_else(|p| p.into_inner());
-        t.digest().iter().map(digest_to_pb).collect()
-    };
-    let reply = c
-        .digest(pb::DigestRequest {
-            from_id: relay.id,
-            entries,
-        })
-        .await
-        .map_err(|e| e.message().to_string())?
-        .into_inner();
-    let table = relay.table.clone();
-    let newer = reply.newer;
-    let pulled =
-        tokio::task::spawn_blocking(move || apply_relayed(&table, &newer).applied as usize)
+    let digest: Vec<DigestEntry> = relay
+        .table
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .digest();
+    let (mut pulled, mut pushed) = (0, 0);
+    let mut after: Option<AdKey> = None;
+    loop {
+        let (request, page_end) =
+            digest_page(relay.id, &digest, after.as_ref(), DIGEST_PAGE_ENTRIES);
+        let reply = c
+            .digest(request)
             .await
-            .map_err(|e| format!("applying the pulled ads failed: {e}"))?;
-    let wanted: Vec<pb::RelayedAd> = {
-        let t = relay.table.read().unwrap_or_else(|p| p.into_inner());
-        reply
-            .wanted
-            .iter()
-            .filter_map(|k| t.relay_item(&key_from_pb(k)))
-            .map(|i| item_to_pb(&i, unix_now()))
-            .collect()
-    };
-    let pushed = wanted.len();
-    for chunk in wanted.chunks(relay.params.batch.max(1)) {
-        c.relay(pb::RelayBatch {
-            from_id: relay.id,
-            ads: chunk.to_vec(),
-        })
-        .await
-        .map_err(|e| e.message().to_string())?;
+            .map_err(|e| e.message().to_string())?
+            .into_inner();
+        let table = relay.table.clone();
+        let newer = reply.newer;
+        pulled +=
+            tokio::task::spawn_blocking(move || apply_relayed(&table, &newer).applied as usize)
+                .await
+                .map_err(|e| format!("applying the pulled ads failed: {e}"))?;
+        let wanted: Vec<pb::RelayedAd> = {
+            let t = relay.table.read().unwrap_or_else(|p| p.into_inner());
+            reply
+                .wanted
+                .iter()
+                .filter_map(|k| t.relay_item(&key_from_pb(k)))
+                .map(|i| item_to_pb(&i, unix_now()))
+                .collect()
+        };
+        pushed += wanted.len();
+        for chunk in wanted.chunks(relay.params.batch.max(1)) {
+            c.relay(pb::RelayBatch {
+                from_id: relay.id,
+                ads: chunk.to_vec(),
+            })
+            .await
+            .map_err(|e| e.message().to_string())?;
+        }
+        match next_page(
+            after.as_ref(),
+            reply.covered.as_ref().map(key_from_pb),
+            page_end,
+        )? {
+            Some(k) => after = Some(k),
+            None => break,
+        }
     }
     Ok((pulled, pushed))
 }
 
-/// Answers a peer's digest from this table.
+/// Where the next digest page starts, after a reply to the page that started after `after`
+/// and ended at `page_end`: a reply cut at its cap is complete up to `covered`, otherwise
+/// the whole page was answered. `None`: the digest is done.
+pub(crate) fn next_page(
+    after: Option<&AdKey>,
+    covered: Option<AdKey>,
+    page_end: Option<AdKey>,
+) -> Result<Option<AdKey>, String> {
+    match covered {
+        Some(k) if after.is_none_or(|a| &k > a) && page_end.as_ref().is_none_or(|e| &k <= e) => {
+            Ok(Some(k))
+        }
+        Some(k) => Err(format!(
+            "the peer's digest reply covers up to {k:?}, outside the page it was asked"
+        )),
+        None => Ok(page_end),
+    }
+}
+
+/// The request for the page of `digest` (sorted by key) after `after`: at most `entries`
+/// entries, and the page's last key when more follow (`None`: the page runs to the end of
+/// the key space).
+pub(crate) fn digest_page(
+    from_id: NodeId,
+    digest: &[DigestEntry],
+    after: Option<&AdKey>,
+    entries: usize,
+) -> (pb::DigestRequest, Option<AdKey>) {
+    let start = after.map_or(0, |a| digest.partition_point(|d| &d.key <= a));
+    let rest = &digest[start..];
+    let page = &rest[..rest.len().min(entries.max(1))];
+    let upto = (page.len() < rest.len()).then(|| page[page.len() - 1].key.clone());
+    let request = pb::DigestRequest {
+        from_id,
+        entries: page.iter().map(digest_to_pb).collect(),
+        after: after.map(key_to_pb),
+        upto: upto.as_ref().map(key_to_pb),
+    };
+    (request, upto)
+}
+
+/// Answers one page of a peer's digest from this table, cut at [`DIGEST_REPLY_BYTES`].
 pub fn answer_digest(table: &SharedTable, req: &pb::DigestRequest) -> pb::DigestReply {
+    answer_digest_capped(table, req, DIGEST_REPLY_BYTES)
+}
+
+/// [`answer_digest`] with the reply's cap given (tests use small ones).
+pub fn answer_digest_capped(
+    table: &SharedTable,
+    req: &pb::DigestRequest,
+    max_bytes: usize,
+) -> pb::DigestReply {
     let theirs: Vec<DigestEntry> = req.entries.iter().filter_map(digest_from_pb).collect();
+    let page = DigestPage {
+        after: req.after.as_ref().map(key_from_pb),
+        upto: req.upto.as_ref().map(key_from_pb),
+    };
     let diff = table
         .read()
         .unwrap_or_else(|p| p.into_inner())
-        .diff_digest(&theirs);
+        .diff_digest_page(&theirs, &page, max_bytes);
+    let now = unix_now();
     pb::DigestReply {
-        newer: diff
-            .newer
-            .iter()
-            .map(|i| item_to_pb(i, unix_now()))
-            .collect(),
+        newer: diff.newer.iter().map(|i| item_to_pb(i, now)).collect(),
         wanted: diff.wanted.iter().map(key_to_pb).collect(),
+        covered: diff.covered.as_ref().map(key_to_pb),
     }
 }

@@ -15,7 +15,7 @@ fn item(name: &str, time: i64) -> RelayItem {
             origin: 1,
         },
         heard: time,
-        text: Some(format!("t{time}")),
+        text: Some(format!("t{time}").into()),
     }
 }
 
@@ -177,4 +177,136 @@ fn replicated_ads_written_elsewhere_are_mirrored_not_rewritten() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(t.is_absent(&AdType::Machine, "s@a"));
     assert!(plan(&t, &rep, T0 + 1).is_empty());
+}
+
+/// A slot ad's text, with a state that tells the copies apart.
+fn slot_text(name: &str, state: &str) -> String {
+    format!(
+        "MyType = \"Machine\"\nName = \"{name}\"\nMachine = \"host\"\nState = \"{state}\"\n\
+         Cpus = 1\nMemory = 1024\nStartdIpAddr = \"<10.0.0.1:9618>\"\n"
+    )
+}
+
+fn shared(origin: u64) -> super::service::SharedTable {
+    let mut t = AdTable::new(CollectorParams::default());
+    t.set_origin_id(origin);
+    std::sync::Arc::new(std::sync::RwLock::new(t))
+}
+
+/// A whole digest exchange as the relay runs it, in pages of `page` entries with replies cut
+/// at `cap` bytes: returns how often each key was pushed to the answering CM.
+fn exchange_in_pages(
+    asker: &super::service::SharedTable,
+    answerer: &super::service::SharedTable,
+    page: usize,
+    cap: usize,
+) -> std::collections::HashMap<AdKey, usize> {
+    use super::relay::{
+        answer_digest_capped, apply_relayed, digest_page, item_to_pb, key_from_pb, next_page,
+    };
+    let digest = asker.read().unwrap().digest();
+    let mut pushed = std::collections::HashMap::new();
+    let mut after: Option<AdKey> = None;
+    let mut requests = 0;
+    loop {
+        requests += 1;
+        assert!(requests < 1000, "the exchange does not end");
+        let (req, page_end) = digest_page(1, &digest, after.as_ref(), page);
+        assert!(req.entries.len() <= page);
+        let reply = answer_digest_capped(answerer, &req, cap);
+        apply_relayed(asker, &reply.newer);
+        let items: Vec<_> = reply
+            .wanted
+            .iter()
+            .map(|k| {
+                let key = key_from_pb(k);
+                *pushed.entry(key.clone()).or_insert(0) += 1;
+                item_to_pb(&asker.read().unwrap().relay_item(&key).unwrap(), T0)
+            })
+            .collect();
+        apply_relayed(answerer, &items);
+        match next_page(
+            after.as_ref(),
+            reply.covered.as_ref().map(key_from_pb),
+            page_end,
+        )
+        .unwrap()
+        {
+            Some(k) => after = Some(k),
+            None => break,
+        }
+    }
+    assert!(
+        requests > 3,
+        "the pool was compared in pages ({requests} requests)"
+    );
+    pushed
+}
+
+#[test]
+fn digest_pages_and_capped_replies_converge_without_sending_a_key_twice() {
+    let (a, b) = (shared(1), shared(2));
+    let now = crate::collector::service::unix_now();
+    let v = |time: i64, origin: u64| Version {
+        time,
+        seq: 1,
+        origin,
+    };
+    {
+        let (mut a, mut b) = (a.write().unwrap(), b.write().unwrap());
+        for i in 0..60 {
+            let name = format!("slot{i:03}@h");
+            match i % 4 {
+                // Only the asker holds it.
+                0 => drop(a.apply_relayed_text(&slot_text(&name, "Unclaimed"), v(now, 1), now)),
+                // Only the answerer.
+                1 => drop(b.apply_relayed_text(&slot_text(&name, "Unclaimed"), v(now, 2), now)),
+                // Both; the answerer's copy newer.
+                2 => {
+                    drop(a.apply_relayed_text(&slot_text(&name, "Unclaimed"), v(now - 5, 1), now));
+                    drop(b.apply_relayed_text(&slot_text(&name, "Claimed"), v(now, 2), now));
+                }
+                // Both, the same version.
+                _ => {
+                    drop(a.apply_relayed_text(&slot_text(&name, "Owner"), v(now, 1), now));
+                    drop(b.apply_relayed_text(&slot_text(&name, "Owner"), v(now, 1), now));
+                }
+            }
+        }
+        assert_eq!(a.digest().len(), 45);
+        assert_eq!(b.digest().len(), 45);
+    }
+    // Pages of 7 entries and replies cut after about two ads.
+    let pushed = exchange_in_pages(&a, &b, 7, 300);
+    assert_eq!(pushed.len(), 15, "the asker's own ads went across");
+    assert!(
+        pushed.values().all(|n| *n == 1),
+        "no key pushed twice: {pushed:?}"
+    );
+    let (a, b) = (a.read().unwrap(), b.read().unwrap());
+    assert_eq!(a.digest(), b.digest());
+    assert_eq!(a.digest().len(), 60);
+    assert_eq!(a.diff_digest(&b.digest()), DigestDiff::default());
+}
+
+#[test]
+fn a_digest_reply_is_cut_at_its_cap_and_says_how_far_it_is_complete() {
+    let (a, b) = (shared(1), shared(2));
+    let now = crate::collector::service::unix_now();
+    for i in 0..10 {
+        let text = slot_text(&format!("slot{i}@h"), "Unclaimed");
+        b.write().unwrap().advertise_text(&text, now).unwrap();
+    }
+    let empty = a.read().unwrap().digest();
+    let (req, end) = super::relay::digest_page(1, &empty, None, 100);
+    assert_eq!(end, None);
+    let whole = super::relay::answer_digest_capped(&b, &req, usize::MAX);
+    assert_eq!((whole.newer.len(), whole.covered), (10, None));
+    let cut = super::relay::answer_digest_capped(&b, &req, 1);
+    // At least one ad, so a peer paging through always advances; complete up to it.
+    assert_eq!(cut.newer.len(), 1);
+    assert_eq!(
+        cut.covered.as_ref().map(|k| k.name.as_str()),
+        Some("slot0@h")
+    );
 }

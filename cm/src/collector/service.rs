@@ -341,7 +341,7 @@ fn apply_batch(
                                 key,
                                 version: v,
                                 heard: now,
-                                text: Some(ad.text.clone()),
+                                text: Some(ad.text.as_str().into()),
                             });
                         }
                     }

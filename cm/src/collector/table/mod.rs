@@ -41,7 +41,7 @@ mod totals;
 pub use totals::TotalsRow;
 
 use sync::Source;
-pub use sync::{DigestDiff, DigestEntry, RelayItem, Version};
+pub use sync::{DigestDiff, DigestEntry, DigestPage, RelayItem, Version};
 
 /// Why an ad was refused. The message names the ad (when it has a name) and the attribute.
 #[derive(Clone, Debug, PartialEq, Eq)]

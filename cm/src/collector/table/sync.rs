@@ -37,8 +37,9 @@ pub struct RelayItem {
     /// When this CM last heard of the ad, by its own clock: the relay sends the ad's age
     /// (now minus this), never this time, so CMs whose clocks disagree expire it alike.
     pub heard: i64,
-    /// The whole ad in old syntax, or `None` for an invalidation.
-    pub text: Option<String>,
+    /// The whole ad in old syntax, or `None` for an invalidation. Shared: every peer's
+    /// queue holds the same text, copied only into the message that carries it.
+    pub text: Option<std::sync::Arc<str>>,
 }
 
 /// What a CM holds for one key, as a digest line: the version and whether it is a deletion.
@@ -59,8 +60,11 @@ pub struct DigestDiff {
     /// What to send the peer: ads (or invalidations) newer here, and live ads it lacks.
     pub newer: Vec<RelayItem>,
     /// The keys the peer holds newer, or holds live and this table lacks: it should send
-    /// them here.
+    /// them here. In key order.
     pub wanted: Vec<AdKey>,
+    /// `Some(k)` when the reply was cut at its size cap: it is complete only for the keys up
+    /// to `k`, and the peer should ask again for the rest of its page after `k`.
+    pub covered: Option<AdKey>,
 }
 
 /// How a store treats versions: a CM's own updates always win locally; relayed ones only
@@ -266,7 +270,7 @@ impl AdTable {
                 key: key.clone(),
                 version: e.version,
                 heard: e.heard,
-                text: Some(e.whole_text()),
+                text: Some(e.whole_text().into()),
             });
         }
         self.tombstones.get(key).map(|v| RelayItem {
@@ -277,10 +281,11 @@ impl AdTable {
         })
     }
 
-    /// The (key, version) of every live ad and tombstone, for the periodic digest exchange.
-    /// Absent and offline ads are left out: Raft replicates those.
+    /// The (key, version) of every live ad and tombstone, for the periodic digest exchange,
+    /// in key order (so it can be sent in pages of key ranges). Absent and offline ads are
+    /// left out: Raft replicates those.
     pub fn digest(&self) -> Vec<DigestEntry> {
-        let live = self
+        let mut out: Vec<DigestEntry> = self
             .ads
             .iter()
             .filter(|(_, e)| e.absent_since.is_none())
@@ -288,38 +293,104 @@ impl AdTable {
                 key: AdKey::clone(k),
                 version: e.version,
                 deleted: false,
-            });
-        let dead = self.tombstones.iter().map(|(k, v)| DigestEntry {
-            key: k.clone(),
-            version: *v,
-            deleted: true,
-        });
-        live.chain(dead).collect()
+            })
+            .chain(self.tombstones.iter().map(|(k, v)| DigestEntry {
+                key: k.clone(),
+                version: *v,
+                deleted: true,
+            }))
+            .collect();
+        // A key is either live or a tombstone, never both: a sort merges the two runs.
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
     }
 
-    /// Compares a peer's digest with this table (last writer wins): what this table should
-    /// send it (newer here, or missing there) and which keys it should send here.
+    /// Compares a peer's whole digest with this table (last writer wins): what this table
+    /// should send it (newer here, or missing there) and which keys it should send here.
     pub fn diff_digest(&self, theirs: &[DigestEntry]) -> DigestDiff {
-        let mut diff = DigestDiff::default();
+        self.diff_digest_page(theirs, &DigestPage::default(), usize::MAX)
+    }
+
+    /// [`AdTable::diff_digest`] for one page of a peer's digest: only the keys inside
+    /// `page` are compared, and the ads sent back stop once their text passes `max_bytes`
+    /// (at least one is always sent, so a paging peer makes progress). When the reply is
+    /// cut, [`DigestDiff::covered`] says up to which key it is complete; `wanted` is then cut
+    /// at the same key, so the peer asks again from there without duplicates.
+    pub fn diff_digest_page(
+        &self,
+        theirs: &[DigestEntry],
+        page: &DigestPage,
+        max_bytes: usize,
+    ) -> DigestDiff {
+        let mut newer: Vec<&AdKey> = Vec::new();
+        let mut wanted: Vec<AdKey> = Vec::new();
         let mut seen = std::collections::HashSet::with_capacity(theirs.len());
-        for d in theirs {
+        for d in theirs.iter().filter(|d| page.contains(&d.key)) {
             seen.insert(&d.key);
             let mine = match self.ads.get(&d.key) {
                 Some(e) if e.absent_since.is_none() => Some(e.version),
                 _ => self.tombstones.get(&d.key).copied(),
             };
             match mine {
-                Some(v) if v > d.version => diff.newer.extend(self.relay_item(&d.key)),
+                Some(v) if v > d.version => newer.push(&d.key),
                 Some(v) if v == d.version => {}
                 _ if d.deleted && mine.is_none() => {}
-                _ => diff.wanted.push(d.key.clone()),
+                _ => wanted.push(d.key.clone()),
             }
         }
-        for (k, e) in &self.ads {
-            if e.absent_since.is_none() && !seen.contains(&**k) {
-                diff.newer.extend(self.relay_item(k));
+        let lower = match &page.after {
+            Some(k) => std::ops::Bound::Excluded(k),
+            None => std::ops::Bound::Unbounded,
+        };
+        let upper = match &page.upto {
+            Some(k) => std::ops::Bound::Included(k),
+            None => std::ops::Bound::Unbounded,
+        };
+        for (k, _) in self
+            .ads
+            .range::<AdKey, _>((lower, upper))
+            .filter(|(_, e)| e.absent_since.is_none())
+        {
+            if !seen.contains(&**k) {
+                newer.push(k);
             }
         }
+        newer.sort();
+        newer.dedup();
+        let mut diff = DigestDiff::default();
+        let mut bytes = 0usize;
+        for k in newer {
+            if bytes >= max_bytes && !diff.newer.is_empty() {
+                diff.covered = diff.newer.last().map(|i| i.key.clone());
+                break;
+            }
+            if let Some(item) = self.relay_item(k) {
+                bytes += item.text.as_deref().map_or(0, str::len) + k.name.len();
+                diff.newer.push(item);
+            }
+        }
+        wanted.sort();
+        if let Some(c) = &diff.covered {
+            wanted.retain(|k| k <= c);
+        }
+        diff.wanted = wanted;
         diff
+    }
+}
+
+/// A page of a digest: the keys after `after` (exclusive) up to `upto` (inclusive); `None`
+/// leaves that end open, so the default page is the whole key space.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DigestPage {
+    /// The page starts after this key.
+    pub after: Option<AdKey>,
+    /// The page ends with this key.
+    pub upto: Option<AdKey>,
+}
+
+impl DigestPage {
+    /// Whether `key` falls inside the page.
+    pub fn contains(&self, key: &AdKey) -> bool {
+        self.after.as_ref().is_none_or(|a| key > a) && self.upto.as_ref().is_none_or(|u| key <= u)
     }
 }
