@@ -3,6 +3,8 @@
 //! other CMs running), and that CM's resident memory per slot ad.
 //!
 //! Run: `cargo bench -p aerie-tests --bench ingest [-- ADS STREAMS]` (defaults 100000 and 4).
+//! The resident memory is read once every CM holds every ad and a second has passed: the
+//! steady state, not the relay's backlog.
 //! Use a release daemon for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`; what mutual TLS
 //! costs: the same with `AERIE_INSECURE=1` (plaintext everywhere).
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
@@ -79,6 +81,30 @@ async fn round(addr: &str, n: usize, streams: usize, gen: usize, label: &str) {
     );
 }
 
+/// How many Machine ads the CM at `addr` holds, counted on the CM.
+async fn held(addr: &str) -> u64 {
+    let ch = aerie_security::testing::endpoint(addr, aerie_security::Role::Cm).connect_lazy();
+    let reply = CollectorClient::new(ch)
+        .totals(pb::TotalsRequest {
+            ad_type: "Machine".into(),
+            ..Default::default()
+        })
+        .await;
+    reply.map_or(0, |r| r.into_inner().rows.iter().map(|r| r.count).sum())
+}
+
+/// Waits until every CM holds `n` ads (the relay queues have drained into the peers), then a
+/// second more, so the resident memory read next is the steady state, not the backlog.
+async fn settle(addrs: &[(u64, String)], n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for (_, a) in addrs {
+        while held(a).await < n && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
@@ -101,9 +127,11 @@ async fn main() {
         .unwrap_or(0);
     let before = rss_bytes(pid);
     round(&addr, n, streams, 0, "new ads").await;
+    settle(&c.running(), n as u64).await;
     let loaded = rss_bytes(pid);
     round(&addr, n, streams, 0, "unchanged refresh").await;
     round(&addr, n, streams, 1, "changed ads").await;
+    settle(&c.running(), n as u64).await;
     let after = rss_bytes(pid);
     println!(
         "| CM resident memory | {n} slot ads | {:.0} bytes/ad after the first load, {:.0} after a change |",

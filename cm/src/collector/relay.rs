@@ -144,6 +144,11 @@ impl RelayQueue {
                 out.push(item);
             }
         }
+        // A backlog (a peer down, a pool's first load) grows the map to the pool's size, and
+        // a map never gives memory back by itself: shrink it once the backlog has drained.
+        if self.items.capacity() > 4 * self.items.len().max(1024) {
+            self.items.shrink_to(2 * self.items.len());
+        }
         out
     }
 
