@@ -13,7 +13,10 @@
 #
 #   usage: scripts/whatif_bench.sh [SLOTS JOBS SUBMITTERS [RUNS]]   (one pool; RUNS default 3)
 #          scripts/whatif_bench.sh anchors [RUNS]                    (the three anchor pools)
-#   env:   BIN=target/release (cmctl); OLD_CMCTL=path of another cmctl to time beside (and whose
+#   env:   HETERO=1: every slot advertises its own Disk, KFlops, Mips, LoadAvg and KeyboardIdle,
+#          as real startds do (negotiator_scale's --heterogeneous distributions; machine types and
+#          the KFlops band stay), so slots no longer collapse into a few classes;
+#          BIN=target/release (cmctl); OLD_CMCTL=path of another cmctl to time beside (and whose
 #          output must be byte-identical); KEEP=DIR keeps the dumps there (default: a temporary
 #          directory, removed at exit; dumps already in DIR are reused).
 set -euo pipefail
@@ -27,9 +30,11 @@ mkdir -p "$work"
 gen() {
   [ -s "$4/slots.txt" ] && [ -s "$4/jobs.txt" ] && return 0
   mkdir -p "$4"
-  python3 - "$@" <<'PY'
-import sys
+  HETERO=${HETERO:-} python3 - "$@" <<'PY'
+import os, random, sys
 n_slots, n_jobs, n_subs, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+hetero = os.environ.get("HETERO") == "1"
+rng = random.Random(1)
 now = 1_700_100_000
 with open(f"{out}/slots.txt", "w") as f:
     for i in range(n_slots):
@@ -38,6 +43,13 @@ with open(f"{out}/slots.txt", "w") as f:
         ip = f"10.{m // 62500 % 250}.{m // 250 % 250}.{m % 250}"
         mem = [2048, 4096, 2048, 8192][kind]
         kflops = [900_000, 1_100_000, 1_300_000, 1_500_000][kind]
+        disk, mips, load, kbd = 10_000_000, 45123, 0.0, 3600
+        if hetero:
+            disk = 5_000_000 + rng.randrange(10_000_000)
+            kflops = kflops - 50_000 + rng.randrange(100_000)
+            mips = 20_000 + rng.randrange(20_000)
+            load = rng.randrange(1000) / 1000
+            kbd = rng.randrange(1_000_000)
         f.write(f'''MyType = "Machine"
 TargetType = "Job"
 Name = "slot{sid}@{host}"
@@ -52,12 +64,14 @@ UidDomain = "example.org"
 FileSystemDomain = "example.org"
 Cpus = 1
 Memory = {mem}
-Disk = 10000000
+Disk = {disk}
 TotalCpus = 8.0
 TotalMemory = {mem * 8}
 TotalSlots = 8
 KFlops = {kflops}
-Mips = 45123
+Mips = {mips}
+LoadAvg = {load}
+KeyboardIdle = {kbd}
 HasFileTransfer = true
 HasJobDeferral = true
 HasSingularity = true
@@ -123,7 +137,7 @@ source "$here/scripts/median.sh"
 
 # pool SLOTS JOBS SUBMITTERS: one table row.
 pool() {
-  local d="$work/$1x$2x$3"
+  local d="$work/$1x$2x$3${HETERO:+-hetero}"
   gen "$1" "$2" "$3" "$d"
   local a=(what-if --slots "$d/slots.txt" --jobs "$d/jobs.txt")
   local mb
@@ -131,7 +145,7 @@ pool() {
   # One run for the split (stderr) and the output check.
   local split
   split=$("$bin/cmctl" "${a[@]}" --timings 2>&1 >"$d/out.new" | tr '\n' ' ')
-  local line="| $1 x $2 x $3 | $mb MB | $(median "$bin/cmctl" "${a[@]}") s | $split"
+  local line="| $1 x $2 x $3${HETERO:+ heterogeneous} | $mb MB | $(median "$bin/cmctl" "${a[@]}") s | $split"
   if [ -n "${OLD_CMCTL:-}" ]; then
     "$OLD_CMCTL" "${a[@]}" >"$d/out.old"
     cmp -s "$d/out.old" "$d/out.new" && same=identical || same=DIFFERENT
