@@ -64,8 +64,26 @@ fn parse(args: &[String]) -> anyhow::Result<Option<Parsed>> {
     }))
 }
 
-/// The submitting user: the Unix user of the caller.
+/// The submitting user: the name of the caller's real uid in the user database, as
+/// condor_submit's `my_username()` (src/condor_utils/uids.cpp) finds it; `USER`/`LOGNAME`
+/// only when the uid has no entry, then the uid itself. The environment does not come
+/// first: it may be unset (services, test runners), which made `AcctGroupUser` the uid (a
+/// nice-user job of root was charged to `nice-user.0`), or name someone else.
 fn user() -> String {
+    let uid = nix::unistd::getuid();
+    user_name(uid.as_raw(), |u| {
+        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(u))
+            .ok()
+            .flatten()
+            .map(|u| u.name)
+    })
+}
+
+/// [`user`] with the user database lookup passed in.
+fn user_name(uid: u32, lookup: impl Fn(u32) -> Option<String>) -> String {
+    if let Some(name) = lookup(uid).filter(|n| !n.is_empty()) {
+        return name;
+    }
     for v in ["USER", "LOGNAME"] {
         if let Ok(u) = std::env::var(v) {
             if !u.is_empty() {
@@ -73,8 +91,6 @@ fn user() -> String {
             }
         }
     }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
     uid.to_string()
 }
 
@@ -269,6 +285,16 @@ mod tests {
 
     fn strs(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_submitting_user_is_the_uids_name_in_the_user_database() {
+        let db = |uid: u32| (uid == 1000).then(|| "alice".to_string());
+        assert_eq!(user_name(1000, db), "alice");
+        // No entry: the environment, else the number (never a number for a known uid).
+        let fallback = user_name(4242, db);
+        assert!(!fallback.is_empty());
+        assert_eq!(user_name(0, |_| Some("root".into())), "root");
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! [`Cluster`] starts N CMs on random free ports with their own data directories, can kill
 //! (`SIGKILL`), stop (`SIGTERM`) and restart them, add fresh `--join` nodes, and always kills
 //! every child it started when dropped (also when a test panics). The admin helpers talk gRPC
-//! directly, with a deadline on every call.
+//! directly, with a deadline on every call. [`pool`] adds real execute nodes and access points
+//! (`aerie-node execute`, `aerie-node access-point`) beside them, for jobs end to end.
 #![warn(missing_docs)]
+pub mod pool;
 pub mod sim;
 pub mod synthetic;
 
@@ -553,7 +555,22 @@ pub async fn wait_leader(addrs: &[(u64, String)], within: Duration) -> anyhow::R
 }
 
 /// Polls `f` until it returns `Ok(Some(v))` or `within` passes.
-pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut f: F) -> anyhow::Result<T>
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, f: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    eventually_every(what, within, Duration::from_millis(50), f).await
+}
+
+/// Like [`eventually`], polling every `every` (for checks that start a process, such as a
+/// `cmctl` run).
+pub async fn eventually_every<T, F, Fut>(
+    what: &str,
+    within: Duration,
+    every: Duration,
+    mut f: F,
+) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
@@ -569,7 +586,7 @@ where
         if Instant::now() > deadline {
             bail!("{what}: not true within {within:?} ({last})");
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(every).await;
     }
 }
 

@@ -11,7 +11,7 @@ use crate::starter::{
     self, ExitOutcome, ExitReport, JobDescription, JobProcess, StartError, Starter, StarterConfig,
 };
 use aerie_proto::execute::{self as xpb, job_event_request::Event as Ev};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -32,7 +32,7 @@ pub struct JobEntry {
     running: starter::RunningJob,
     hard_kill_at: Mutex<Option<Instant>>,
     hard_killed: AtomicBool,
-    events: mpsc::UnboundedSender<xpb::JobEventRequest>,
+    events: JobEvents,
 }
 
 impl JobEntry {
@@ -122,13 +122,17 @@ impl Node {
             tracing::info!(slot = %req.slot, job = %req.job, claim = %req.claim_id, error = %e, "activation refused");
             return failed(e);
         }
-        let events = event_sender(req.shadow_addr.clone(), req.job.clone());
+        let events = JobEvents::start(
+            req.shadow_addr.clone(),
+            req.job.clone(),
+            self.events_in_flight.clone(),
+        );
         match self.start(&req, &ad) {
             Ok(running) => {
                 let pid = running.process().pid();
                 tracing::info!(slot = %req.slot, job = %req.job, claim = %req.claim_id, pid, "job started");
                 metrics::job(JobCount::Started);
-                let _ = events.send(event(&req, Ev::Started(true)));
+                events.send(event(&req, Ev::Started(true)));
                 let entry = Arc::new(JobEntry {
                     slot: req.slot.clone(),
                     claim_id: req.claim_id.clone(),
@@ -155,7 +159,7 @@ impl Node {
                 metrics::starter_error("start");
                 self.with_mgr(|m| m.start_failed(&req.slot, &req.claim_id, unix_now()));
                 let (code, sub) = (e.hold_reason_code() as i32, e.hold_reason_subcode());
-                let _ = events.send(event(
+                events.send(event(
                     &req,
                     Ev::StartFailed(xpb::StartFailed {
                         hold_reason: hold.clone(),
@@ -255,7 +259,7 @@ impl Node {
                 })
             }
         };
-        let _ = entry.events.send(xpb::JobEventRequest {
+        entry.events.send(xpb::JobEventRequest {
             job: entry.job.clone(),
             slot: entry.slot.clone(),
             claim_id: entry.claim_id.clone(),
@@ -277,16 +281,35 @@ impl Node {
     }
 }
 
-/// A queue of one job's events to the `Shadow` at `addr`, sent in order, each retried until
-/// acknowledged (or for [`EVENT_RETRY_FOR`]).
-fn event_sender(addr: String, job: String) -> mpsc::UnboundedSender<xpb::JobEventRequest> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<xpb::JobEventRequest>();
-    tokio::spawn(async move {
-        while let Some(ev) = rx.recv().await {
-            deliver(&addr, &job, ev).await;
+/// A queue of one job's events to the `Shadow` at its access point, sent in order, each
+/// retried until acknowledged (or for [`EVENT_RETRY_FOR`]); `in_flight` counts the node's
+/// events queued and not yet settled, so a node shutting down can wait for them.
+struct JobEvents {
+    tx: mpsc::UnboundedSender<xpb::JobEventRequest>,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl JobEvents {
+    /// The queue to the `Shadow` at `addr` for `job`, and its sending task.
+    fn start(addr: String, job: String, in_flight: Arc<AtomicUsize>) -> JobEvents {
+        let (tx, mut rx) = mpsc::unbounded_channel::<xpb::JobEventRequest>();
+        let count = in_flight.clone();
+        tokio::spawn(async move {
+            while let Some(ev) = rx.recv().await {
+                deliver(&addr, &job, ev).await;
+                count.fetch_sub(1, Ordering::SeqCst);
+            }
+        });
+        JobEvents { tx, in_flight }
+    }
+
+    /// Queues `ev`.
+    fn send(&self, ev: xpb::JobEventRequest) {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        if self.tx.send(ev).is_err() {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
         }
-    });
-    tx
+    }
 }
 
 async fn deliver(addr: &str, job: &str, ev: xpb::JobEventRequest) {

@@ -1,7 +1,8 @@
 //! `aerie-node execute`: reads the configuration, detects the machine and lays out its slots,
 //! serves `Startd` and `Execute` on one gRPC server, streams the slot ads to the CMs, and runs
-//! the startd's periodic evaluation every second (HTCondor's `POLLING_INTERVAL` timer,
-//! `ResMgr::eval_all` in `src/condor_startd.V6/ResMgr.cpp`), until SIGINT or SIGTERM.
+//! the startd's periodic evaluation every `POLLING_INTERVAL` (HTCondor's polling timer,
+//! `ResMgr::eval_all` in `src/condor_startd.V6/ResMgr.cpp`), until SIGINT or SIGTERM; then it
+//! stops its jobs so their access points hear they were evicted (`Node::shut_down`).
 //!
 //! [`Node`] is the thin shell around the pure [`SlotManager`]: every call into it goes through
 //! [`Node::with_mgr`], which carries out the [`Effect`]s it asks for (signals to jobs, answers
@@ -10,7 +11,7 @@ use super::args::ExecuteArgs;
 use super::jobs::JobEntry;
 use super::metrics;
 use super::slots::{Effect, SlotManager};
-use crate::policy::{Cause, Policy};
+use crate::policy::{Cause, Policy, Shutdown};
 use crate::startd::ad::MachineFacts;
 use crate::startd::layout;
 use crate::startd::load::Connected;
@@ -22,14 +23,10 @@ use anyhow::Context;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Notify};
-
-/// How often the policy is evaluated (HTCondor's `POLLING_INTERVAL` is 5 s; a second keeps
-/// lease and vacate times close to what they say).
-const TICK: Duration = Duration::from_secs(1);
 
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> i64 {
@@ -66,6 +63,8 @@ pub struct Node {
     pending: Mutex<HashMap<String, oneshot::Sender<npb::ClaimReply>>>,
     pub(super) starter: StarterSetup,
     pub(super) seq: AtomicU64,
+    /// Job events queued for access points and not yet acknowledged or given up.
+    pub(super) events_in_flight: Arc<AtomicUsize>,
     changed: Notify,
     dump_ads: Option<PathBuf>,
     /// Where the newest term seen is kept across restarts ([`crate::startd::term`]), and the
@@ -86,6 +85,7 @@ impl Node {
             pending: Mutex::new(HashMap::new()),
             starter,
             seq: AtomicU64::new(1),
+            events_in_flight: Arc::new(AtomicUsize::new(0)),
             changed: Notify::new(),
             dump_ads,
             term_store: None,
@@ -233,6 +233,39 @@ impl Node {
             j.hard_kill();
         }
     }
+
+    /// Stops every job before the node exits, so their access points hear of it (evicted: idle
+    /// again) instead of waiting for the claims' leases: the claims are retired and vacated
+    /// ([`Shutdown::Graceful`]); after `grace`, or at a second SIGTERM/SIGINT, the jobs left
+    /// are killed ([`Shutdown::Fast`]). Then the job events still queued are given
+    /// [`EVENT_FLUSH`] to reach their access points.
+    async fn shut_down(&self, grace: Duration) {
+        if lock(&self.jobs).is_empty() && self.events_in_flight.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        tracing::info!(
+            grace_s = grace.as_secs(),
+            "stopping the jobs (SIGTERM again to kill them)"
+        );
+        self.with_mgr(|m| m.shutdown(Shutdown::Graceful, unix_now()));
+        let no_jobs = || lock(&self.jobs).is_empty();
+        tokio::select! {
+            _ = wait_until(no_jobs, grace) => {}
+            _ = crate::simulate::wait_for_signal() => {}
+        }
+        if !no_jobs() {
+            tracing::warn!("killing the jobs left");
+            self.with_mgr(|m| m.shutdown(Shutdown::Fast, unix_now()));
+            wait_until(no_jobs, Duration::from_secs(5)).await;
+        }
+        let flushed = || self.events_in_flight.load(Ordering::SeqCst) == 0;
+        if !wait_until(flushed, EVENT_FLUSH).await {
+            tracing::warn!(
+                events = self.events_in_flight.load(Ordering::SeqCst),
+                "job events not delivered before exit; their access points will find the claims gone"
+            );
+        }
+    }
 }
 
 impl crate::advertise::AdSource for Node {
@@ -258,6 +291,21 @@ impl crate::advertise::AdSource for Node {
     fn cm_term(&self, term: u64) {
         self.with_mgr(|m| m.cm_reported_term(term));
     }
+}
+
+/// How long a node shutting down waits for its last job events to reach their access points.
+const EVENT_FLUSH: Duration = Duration::from_secs(5);
+
+/// Polls `done` every 100 ms for up to `within`; whether it became true.
+async fn wait_until(done: impl Fn() -> bool, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
@@ -295,10 +343,8 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let cfg = load_config(args.config.as_deref())?;
     let err = |e: aerie_config::ConfigError| anyhow::anyhow!("{e}");
     make_dir(&args.state_dir, "--state-dir")?;
-    let execute_dir = args
-        .execute_dir
-        .clone()
-        .unwrap_or_else(|| args.state_dir.join("execute"));
+    let execute_dir = args.execute_dir(&cfg)?;
+    let tick = super::args::polling_interval(&cfg)?;
     make_dir(&execute_dir, "--execute-dir")?;
     let readings = machine::read(&execute_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let m = Machine::from_readings(&readings).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -311,6 +357,11 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let bad_utmp = cfg.bool_or("STARTD_HAS_BAD_UTMP", false).map_err(err)?;
     let connected = Connected::from_config(&cfg, 0).map_err(err)?;
     let limits = limit_method(&cfg)?;
+    // HTCondor's master gives a graceful shutdown this long before it goes fast.
+    let grace = cfg
+        .int_or("SHUTDOWN_GRACEFUL_TIMEOUT", 1800)
+        .map_err(err)?
+        .max(0) as u64;
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -357,6 +408,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         slots = lay.slots.len(),
         execute = %execute_dir.display(),
         limits = limits.name(),
+        polling_interval_s = tick.as_secs(),
         cms = %args.cms.join(","),
         "execute node up"
     );
@@ -383,7 +435,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let ticker = {
         let node = node.clone();
         tokio::spawn(async move {
-            let mut iv = tokio::time::interval(TICK);
+            let mut iv = tokio::time::interval(tick);
             iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 iv.tick().await;
@@ -400,7 +452,10 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
             Err(e) => Err(anyhow::anyhow!("the gRPC server task failed: {e}")),
         },
     };
-    tracing::info!("stopping: killing jobs and invalidating ads");
+    if result.is_ok() {
+        node.shut_down(Duration::from_secs(grace)).await;
+    }
+    tracing::info!("stopping: invalidating the ads");
     ticker.abort();
     node.kill_all();
     if let Some(a) = advertiser {

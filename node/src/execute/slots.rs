@@ -21,7 +21,7 @@
 //! is not supported (a draining slot takes no claim).
 use crate::policy::{
     self, attrs::own_attrs, eval::View, retirement, Action, Cause, DrainRequest, DrainSchedule,
-    Event, Inputs, Policy, State,
+    Event, Inputs, Policy, Shutdown, State,
 };
 use crate::startd::ad::{self, MachineFacts, MachineNow, PolicyState};
 use crate::startd::layout::SlotSpec;
@@ -125,6 +125,9 @@ pub struct SlotManager {
     effects: Vec<Effect>,
     job_limits: Option<&'static str>,
     terms: crate::startd::term::TermBound,
+    /// Set by [`SlotManager::shutdown`]: no new claim is taken (HTCondor's
+    /// `ResMgr::markShutdown`).
+    shutting_down: bool,
 }
 
 fn refused(error: String) -> npb::ClaimReply {
@@ -198,6 +201,7 @@ impl SlotManager {
             effects: Vec::new(),
             job_limits: None,
             terms: Default::default(),
+            shutting_down: false,
         };
         m.tick(now, 0.0, None);
         m
@@ -503,6 +507,9 @@ impl SlotManager {
 
     fn claim_inner(&mut self, req: &npb::ClaimRequest, now: i64) -> ClaimAnswer {
         let no = |e: String| ClaimAnswer::Now(refused(e));
+        if self.shutting_down {
+            return no("the execute node is shutting down".into());
+        }
         let job_ad = match classad::parse_ad(&req.job_ad) {
             Ok(a) => Arc::new(a),
             Err(e) => return no(format!("the job ad does not parse: {e}")),
@@ -904,6 +911,18 @@ impl SlotManager {
                 tracing::info!(request = %request_id, "drain cancelled");
                 Ok(())
             }
+        }
+    }
+
+    /// The node is shutting down (HTCondor's `main_shutdown_graceful` and
+    /// `main_shutdown_fast`, src/condor_startd.V6/startd_main.cpp): every claim is retired and
+    /// vacated ([`Shutdown::Graceful`]) or killed ([`Shutdown::Fast`]); the jobs' ends reach
+    /// their access points as evictions ("the execute node is shutting down"), and no new
+    /// claim is taken.
+    pub fn shutdown(&mut self, kind: Shutdown, now: i64) {
+        self.shutting_down = true;
+        for name in self.slot_names() {
+            self.step(&name, &Event::Shutdown(kind), now);
         }
     }
 

@@ -375,3 +375,50 @@ fn deactivation_vacates_with_the_jobs_vacate_time_and_keeps_the_claim() {
         "no job to stop"
     );
 }
+
+#[test]
+fn a_graceful_shutdown_vacates_each_job_as_an_eviction_and_takes_no_new_claim() {
+    let mut m = two_static("");
+    let c1 = claim(&mut m, &slot(1), "", T0);
+    activate(&mut m, &c1, "JobMaxVacateTime = 5\n", T0);
+    m.take_effects();
+    m.shutdown(crate::policy::Shutdown::Graceful, T0 + 1);
+    assert_eq!(state(&m, &slot(1)), "Preempting/Vacating");
+    assert!(m.take_effects().contains(&Effect::SoftKill {
+        claim_id: c1.claim_id.clone(),
+        vacate_seconds: 5
+    }));
+    assert_eq!(state(&m, &slot(2)), "Unclaimed/Idle", "nothing to stop");
+    let end = m.job_exited(&slot(1), &c1.claim_id, T0 + 2);
+    assert_eq!(
+        end,
+        JobEnd::Evicted("the execute node is shutting down".into())
+    );
+
+    // Free again, but a node shutting down takes no new claim.
+    let r = request(&m, &slot(1), 1, "", false);
+    match m.request_claim(&r, T0 + 6) {
+        ClaimAnswer::Now(reply) => {
+            assert!(!reply.ok);
+            assert_eq!(reply.error, "the execute node is shutting down");
+        }
+        ClaimAnswer::Pending(t) => panic!("pending {t}"),
+    }
+}
+
+#[test]
+fn a_fast_shutdown_kills_the_job_and_reports_it_evicted() {
+    let mut m = two_static("");
+    let c = claim(&mut m, &slot(2), "", T0);
+    activate(&mut m, &c, "", T0);
+    m.take_effects();
+    m.shutdown(crate::policy::Shutdown::Fast, T0 + 1);
+    assert!(m.take_effects().contains(&Effect::HardKill {
+        claim_id: c.claim_id.clone()
+    }));
+    let end = m.job_exited(&slot(2), &c.claim_id, T0 + 2);
+    assert_eq!(
+        end,
+        JobEnd::Evicted("the execute node is shutting down".into())
+    );
+}

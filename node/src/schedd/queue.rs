@@ -672,7 +672,8 @@ impl Queue {
 
     /// The job's process was stopped before it ended (vacated, claim lost, or stopped for
     /// rm/hold): a removed job leaves for the history, a held one stays held, a running or
-    /// starting one is idle again.
+    /// starting one is idle again, with `LastVacateTime` (the job-ad attribute HTCondor's
+    /// shadow sets when a job is evicted from its execute machine).
     pub fn evicted(&self, id: JobId, wall: f64, now: i64) -> Vec<Change> {
         self.with_job(id, |ad| {
             add_wall(ad, wall);
@@ -680,6 +681,7 @@ impl Queue {
             match Status::of(ad) {
                 Status::Removed => Change::Finish(id, ad.clone()),
                 Status::Running => {
+                    ad.insert_int("LastVacateTime", now);
                     set_status(ad, Status::Idle, now);
                     Change::Put(id, ad.clone())
                 }

@@ -239,6 +239,9 @@ fn a_job_runs_exits_and_is_recorded() {
     // Evicted: idle again, wall time kept, start counted.
     q.apply(&q.evicted(id, 5.0, 155));
     assert_eq!(status(&q, 1, 0), Status::Idle);
+    let a = q.get(id).unwrap();
+    assert_eq!(a.eval_attr("LastVacateTime").as_int(), Some(155));
+    assert_eq!(a.eval_attr("LastRemoteHost").as_str(), Some("slot1@m"));
     q.apply(&q.started(id, "slot2@m", 160));
     let a = q.get(id).unwrap();
     assert_eq!(a.eval_attr("NumJobStarts").as_int(), Some(2));
