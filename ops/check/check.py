@@ -65,13 +65,23 @@ def node_catalogue():
     """name -> (kind, labels, scope, help=None) from the node's metrics modules: gauges are
     set at start (scope all), counters once their event happens (scope event)."""
     out = {}
-    call = re.compile(r'metrics::(counter|gauge|histogram)!\(\s*"(aerie_\w+)"((?:\s*,\s*"\w+"\s*=>[^,)]+)*)\s*\)')
+    call = re.compile(r'metrics::(counter|gauge|histogram)!\(')
     for path in NODE_METRICS_RS:
         text = open(path).read()
         found = 0
         for m in call.finditer(text):
-            kind, name = m.group(1), m.group(2)
-            labels = set(re.findall(r'"(\w+)"\s*=>', m.group(3)))
+            # The macro's arguments, up to its balanced closing parenthesis.
+            depth, end = 1, m.end()
+            while depth and end < len(text):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+            args = text[m.end():end - 1]
+            named = re.match(r'\s*"(aerie_\w+)"', args)
+            if not named:
+                problem(f"{path}: a metrics::{m.group(1)}! call without a literal name: {args!r}")
+                continue
+            kind, name = m.group(1), named.group(1)
+            labels = set(re.findall(r'"(\w+)"\s*=>', args))
             if name in out and out[name][:2] != (kind, labels):
                 problem(f"{path}: {name} recorded as {kind} {sorted(labels)} and as {out[name][0]} {sorted(out[name][1])}")
             out[name] = (kind, labels, "all" if kind == "gauge" else "event", None)

@@ -24,6 +24,7 @@ else
 fi
 : "${AERIE_NODE_BIN:?set AERIE_NODE_BIN to the aerie-node binary (simulate, execute, access-point)}"
 : "${AERIE_CMCTL_BIN:?set AERIE_CMCTL_BIN to the cmctl binary}"
+AERIE_CMCTL_BIN=$(realpath "$AERIE_CMCTL_BIN")
 if ! command -v prometheus >/dev/null; then
   echo "prometheus not found: install Debian's prometheus package (scripts/deps.sh prometheus, or apt-get install prometheus)" >&2
   exit 1
@@ -165,19 +166,19 @@ prom="http://127.0.0.1:${port[6]}"
 # Until a cycle has matched jobs for every submitter, and Prometheus has 20 s of samples
 # (rate() over 30 s windows needs several).
 q() { curl -fsS --get "$prom/api/v1/query" --data-urlencode "query=$1" 2>/dev/null || true; }
-for _ in $(seq 1 60); do
-  q 'count(max by (submitter) (aerie_accountant_resources_in_use) > 0) >= 3' | grep -q '"result":\[{' && break
-  sleep 1
-done
-q 'count(max by (submitter) (aerie_accountant_resources_in_use) > 0) >= 3' | grep -q '"result":\[{' ||
-  { echo "the pool did not run jobs of all three submitters within 60 s" >&2; exit 1; }
+# await SECONDS QUERY WHAT: until QUERY returns a series, else fail saying WHAT did not happen.
+await() {
+  for _ in $(seq 1 "$1"); do
+    q "$2" | grep -q '"result":\[{' && return 0
+    sleep 1
+  done
+  echo "$3 within $1 s" >&2
+  exit 1
+}
+await 60 'count(max by (submitter) (aerie_accountant_resources_in_use) > 0) >= 3' \
+  "the pool did not run jobs of all three submitters"
 # Until the real execute node has completed real jobs (rate() needs samples before and after).
-for _ in $(seq 1 90); do
-  q 'sum(aerie_node_jobs_completed_total) >= 4' | grep -q '"result":\[{' && break
-  sleep 1
-done
-q 'sum(aerie_node_jobs_completed_total) >= 4' | grep -q '"result":\[{' ||
-  { echo "the real execute node did not complete 4 jobs within 90 s" >&2; exit 1; }
+await 90 'sum(aerie_node_jobs_completed_total) >= 4' "the real execute node did not complete 4 jobs"
 for _ in $(seq 1 40); do
   q 'count_over_time(up{job="aerie-cm"}[60s]) >= 20' | grep -q '"result":\[{' && break
   sleep 1
