@@ -13,17 +13,23 @@ const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 const CMCTL: &str = env!("CARGO_BIN_EXE_aerie-cmctl");
 const NODE: &str = env!("CARGO_BIN_EXE_aerie-node-sim");
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quota_list_shows_configured_overridden_and_in_force_values_with_their_source() {
-    let config = "GROUP_NAMES = group_a, group_b\nGROUP_QUOTA_group_a = 20\n\
-                  GROUP_QUOTA_DYNAMIC_group_b = 0.25\nGROUP_ACCEPT_SURPLUS = true\n";
-    let c = Cluster::start_with_config(daemon_bin(BIN), 3, &[], config).expect("start");
+/// Three CMs on `config` with a leader, and the runtime override `cmctl quota set group_b 7`.
+async fn cluster_with_group_b_at_7(config: &str, env: &[(&str, &str)]) -> (Cluster, Vec<String>) {
+    let c = Cluster::start_with_config(daemon_bin(BIN), 3, env, config).expect("start");
     wait_leader(&c.running(), Duration::from_secs(20))
         .await
         .expect("leader");
     let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
     let (code, _, err) = run_cmctl(CMCTL, &cms, &["quota", "set", "group_b", "7"], None);
     assert_eq!(code, 0, "{err}");
+    (c, cms)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_list_shows_configured_overridden_and_in_force_values_with_their_source() {
+    let config = "GROUP_NAMES = group_a, group_b\nGROUP_QUOTA_group_a = 20\n\
+                  GROUP_QUOTA_DYNAMIC_group_b = 0.25\nGROUP_ACCEPT_SURPLUS = true\n";
+    let (_c, cms) = cluster_with_group_b_at_7(config, &[]).await;
     // The policy is seeded by the first leader shortly after it is elected.
     let out = eventually("the seeded policy", Duration::from_secs(20), || {
         let cms = cms.clone();
@@ -69,14 +75,8 @@ async fn userprio_quotas_shows_the_quotas_the_last_cycle_computed() {
         ("AERIE_NEGOTIATOR_INTERVAL", "1"),
         ("AERIE_NEGOTIATOR_CYCLE_DELAY", "1"),
     ];
-    let c = Cluster::start_with_config(daemon_bin(BIN), 3, &fast, config).expect("start");
-    wait_leader(&c.running(), Duration::from_secs(20))
-        .await
-        .expect("leader");
-    let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
     // A runtime override, which the negotiator must use as group_b's configured quota.
-    let (code, _, err) = run_cmctl(CMCTL, &cms, &["quota", "set", "group_b", "7"], None);
-    assert_eq!(code, 0, "{err}");
+    let (_c, cms) = cluster_with_group_b_at_7(config, &fast).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let shape = [
         "--slots",
@@ -113,8 +113,8 @@ async fn userprio_quotas_shows_the_quotas_the_last_cycle_computed() {
     // Cycles keep coming every second: compare cmctl's table with a record that was the last
     // one both before and after cmctl ran.
     let (record, out) = eventually(
-        "a quiet moment between cycles",
-        Duration::from_secs(30),
+        "both groups shown between two cycles",
+        Duration::from_secs(40),
         || {
             let cms = cms.clone();
             async move {
@@ -122,7 +122,12 @@ async fn userprio_quotas_shows_the_quotas_the_last_cycle_computed() {
                 let (code, out, err) = run_cmctl(CMCTL, &cms, &["userprio", "-quotas"], None);
                 anyhow::ensure!(code == 0, "cmctl userprio -quotas: {err}");
                 let after = last_cycle(&cms).await?;
-                Ok((before == after).then_some((after, out)))
+                // Groups show once the accountant has charged them (condor_userprio hides
+                // records unused for a day unless -allusers).
+                let shown = ["group_a ", "group_b "]
+                    .iter()
+                    .all(|g| out.lines().any(|l| l.starts_with(g)));
+                Ok((before == after && shown).then_some((after, out)))
             }
         },
     )
