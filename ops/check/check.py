@@ -5,11 +5,17 @@
                                           the dashboards and rules is in the CM's catalogue
                                           (cm/src/metrics/catalogue.rs); every alert has a
                                           promtool unit test that makes it fire; the README's
-                                          metric table lists the catalogue
+                                          metric table lists the catalogue; the Debian
+                                          package's metadata is complete
     check.py exposition URL...            each CM's /metrics: every aerie_ family is in the
                                           catalogue with its type and HELP text, with the
                                           catalogue's labels; every always-exported metric is
                                           there on every CM, the leader's on the leader
+    check.py node-exposition URL...       each execute node's or access point's /metrics against
+                                          the metrics its code records (node/src/*/metrics.rs)
+    check.py quotas TABLE BEFORE AFTER    `cmctl userprio -quotas` output against the last cycle
+                                          record (`cmctl negotiator status --json` before and
+                                          after it; exit 2 when a cycle came in between)
     check.py live PROMETHEUS_URL          every dashboard panel's query runs on Prometheus and
                                           returns data; every rule evaluates without error
 
@@ -23,6 +29,10 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CATALOGUE_RS = os.path.join(ROOT, "cm/src/metrics/catalogue.rs")
+# The execute node's and access point's metrics: each recorded by one `metrics::` macro call
+# with a literal name (and literal label names) in these files.
+NODE_METRICS_RS = [os.path.join(ROOT, "node/src/execute/metrics.rs"),
+                   os.path.join(ROOT, "node/src/schedd/metrics.rs")]
 DASHBOARDS = os.path.join(ROOT, "ops/grafana/dashboards")
 PROM = os.path.join(ROOT, "ops/prometheus")
 KINDS = {"C": "counter", "G": "gauge", "H": "histogram"}
@@ -48,6 +58,39 @@ def catalogue():
         out[m.group(1)] = (KINDS[m.group(2)], labels, m.group(4), m.group(5).replace('\\"', '"'))
     if len(out) < 20:
         problem(f"could parse only {len(out)} metrics out of {CATALOGUE_RS}")
+    return out
+
+
+def node_catalogue():
+    """name -> (kind, labels, scope, help=None) from the node's metrics modules: gauges are
+    set at start (scope all), counters once their event happens (scope event)."""
+    out = {}
+    call = re.compile(r'metrics::(counter|gauge|histogram)!\(')
+    for path in NODE_METRICS_RS:
+        text = open(path).read()
+        found = 0
+        for m in call.finditer(text):
+            # The macro's arguments, up to its balanced closing parenthesis.
+            depth, end = 1, m.end()
+            while depth and end < len(text):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+            args = text[m.end():end - 1]
+            named = re.match(r'\s*"(aerie_\w+)"', args)
+            if not named:
+                problem(f"{path}: a metrics::{m.group(1)}! call without a literal name: {args!r}")
+                continue
+            kind, name = m.group(1), named.group(1)
+            labels = set(re.findall(r'"(\w+)"\s*=>', args))
+            if name in out and out[name][:2] != (kind, labels):
+                problem(f"{path}: {name} recorded as {kind} {sorted(labels)} and as {out[name][0]} {sorted(out[name][1])}")
+            out[name] = (kind, labels, "all" if kind == "gauge" else "event", None)
+            found += 1
+        # A name recorded through a variable would escape the checks.
+        for name in set(re.findall(r'"(aerie_\w+)"', text)) - set(out):
+            problem(f"{path}: {name} is not recorded by a metrics:: macro with a literal name")
+        if found == 0:
+            problem(f"{path}: no metrics found")
     return out
 
 
@@ -202,8 +245,58 @@ def check_readme(cat):
             problem(f"ops/README.md: alert {a} has no runbook section '### {a}'")
 
 
+def check_deb():
+    """The Debian package's metadata (cargo-deb, `[package.metadata.deb]` of cm/Cargo.toml) is
+    complete: every asset's source exists (the binaries are ones the workspace builds), every
+    systemd file of ops/systemd is packaged, the example configuration is a conffile, the
+    maintainer scripts exist and run, and ops/README.md says how to build it."""
+    import glob
+    import tomllib
+    cargo = os.path.join(ROOT, "cm/Cargo.toml")
+    with open(cargo, "rb") as f:
+        deb = tomllib.load(f).get("package", {}).get("metadata", {}).get("deb")
+    if not deb:
+        problem(f"{cargo}: no [package.metadata.deb]")
+        return
+    for key in ("name", "maintainer", "copyright", "extended-description", "depends", "assets"):
+        if not deb.get(key):
+            problem(f"{cargo}: [package.metadata.deb] has no {key}")
+    bins = set()
+    for crate in ("cm", "node", "cli"):
+        with open(os.path.join(ROOT, crate, "Cargo.toml"), "rb") as f:
+            bins |= {b["name"] for b in tomllib.load(f).get("bin", [])}
+    packaged = set()
+    for src, dest, mode in deb.get("assets", []):
+        if src.startswith("target/release/"):
+            if src[len("target/release/"):] not in bins:
+                problem(f"{cargo}: asset {src} is not a binary of aerie-cm, aerie-node or cmctl")
+            continue
+        found = glob.glob(os.path.join(ROOT, "cm", src))
+        if not found:
+            problem(f"{cargo}: asset {src} does not exist")
+        packaged |= {os.path.normpath(p) for p in found}
+        if not re.fullmatch(r"[0-7]{3,4}", mode):
+            problem(f"{cargo}: asset {src} has mode {mode!r}")
+    for want in ("aerie-cm", "aerie-node", "cmctl"):
+        if f"target/release/{want}" not in [a[0] for a in deb.get("assets", [])]:
+            problem(f"{cargo}: the Debian package lacks the {want} binary")
+    for f in sorted(os.listdir(os.path.join(ROOT, "ops/systemd"))):
+        if os.path.normpath(os.path.join(ROOT, "ops/systemd", f)) not in packaged:
+            problem(f"{cargo}: ops/systemd/{f} is not packaged")
+    if "/etc/aerie/aerie.conf" not in deb.get("conf-files", []):
+        problem(f"{cargo}: /etc/aerie/aerie.conf is not a conffile (an upgrade would overwrite it)")
+    scripts = os.path.join(ROOT, "cm", deb.get("maintainer-scripts", "-"))
+    for s in ("postinst", "postrm"):
+        path = os.path.join(scripts, s)
+        if not os.access(path, os.X_OK):
+            problem(f"{cargo}: maintainer script {path} missing or not executable")
+    readme = open(os.path.join(ROOT, "ops/README.md")).read()
+    if "cargo deb -p aerie-cm" not in readme:
+        problem("ops/README.md: does not say how to build the Debian package (cargo deb -p aerie-cm)")
+
+
 def static():
-    cat = catalogue()
+    cat = {**catalogue(), **node_catalogue()}
     dashes = dashboards()
     check_structure(dashes)
     exprs = [(f"{f} panel '{p.get('title')}'", t.get("expr", "")) for f, d in dashes.items()
@@ -211,6 +304,7 @@ def static():
     check_names(cat, exprs + rule_exprs())
     alerts = check_alert_tests()
     check_readme(cat)
+    check_deb()
     print(f"static: {len(dashes)} dashboards, {len(exprs)} panel queries, {len(alerts)} alerts, "
           f"{len(cat)} metrics checked")
 
@@ -237,6 +331,29 @@ def parse_exposition(text):
             labels = set(re.findall(r'(\w+)="', m.group(3) or "")) - {"le"}
             fam.setdefault(name, {"labels": set()})["labels"] |= labels
     return fam
+
+
+def node_exposition(urls):
+    """Each execute node's or access point's /metrics: every aerie_ family is one the node's
+    code records, with its type and labels; every gauge of that role is there."""
+    cat = node_catalogue()
+    for url in urls:
+        fam = parse_exposition(fetch(url))
+        ours = {n for n in fam if n.startswith("aerie_")}
+        prefix = "aerie_node_" if any(n.startswith("aerie_node_") for n in ours) else "aerie_ap_"
+        for name in sorted(ours):
+            if name not in cat:
+                problem(f"{url}: {name} is exported but not recorded in {', '.join(NODE_METRICS_RS)}")
+                continue
+            kind, labels, _, _ = cat[name]
+            if fam[name].get("type") != kind:
+                problem(f"{url}: {name} has TYPE {fam[name].get('type')}, the code records a {kind}")
+            if fam[name]["labels"] != labels:
+                problem(f"{url}: {name} has labels {sorted(fam[name]['labels'])}, the code records {sorted(labels)}")
+        for name, (kind, _, scope, _) in cat.items():
+            if name.startswith(prefix) and scope == "all" and name not in fam:
+                problem(f"{url}: {name} ({kind}, set at start) is missing")
+        print(f"exposition: {url}: {len(ours)} {prefix}* families")
 
 
 def exposition(urls):
@@ -285,7 +402,7 @@ def substitute(expr):
 
 
 def live(prom):
-    cat = catalogue()
+    cat = {**catalogue(), **node_catalogue()}
     dashes = dashboards()
     n = empty_events = 0
     for f, d in dashes.items():
@@ -319,6 +436,36 @@ def live(prom):
           f"event-only; {nrules} rules evaluated")
 
 
+def quotas(table_path, before_path, after_path):
+    """`cmctl userprio -quotas` against the last cycle record (`cmctl negotiator status
+    --json` before and after it ran): each group of the record has its line with the record's
+    effective, configured and subtree quotas, surplus policy and requested resources. Exits 2
+    (try again) when a cycle was committed in between."""
+    before, after = (json.load(open(p))["cycles"] for p in (before_path, after_path))
+    if not after or not before or before[-1] != after[-1]:
+        print("quotas: a cycle was committed meanwhile; again")
+        return 2
+    record = after[-1]
+    groups = [g for g in record.get("groups", []) if g["name"] != "<none>"]
+    if not groups:
+        problem(f"quotas: the last cycle record (term {record['term']}, cycle {record['cycle']}) "
+                "has no group quotas")
+    table = open(table_path).read()
+    for g in groups:
+        line = next((l for l in table.splitlines() if l.startswith(g["name"] + " ")), None)
+        if line is None:
+            problem(f"quotas: no line for {g['name']} in cmctl userprio -quotas:\n{table}")
+            continue
+        want = [g["name"], f"{g['effective_quota']:.2f}", f"{g['config_quota']:.2f}",
+                "ByQuota" if g["accept_surplus"] else "no", f"{g['subtree_quota']:.2f}",
+                f"{g['requested']:.0f}"]
+        if line.split()[:6] != want:
+            problem(f"quotas: {g['name']}: cmctl shows {line.split()[:6]}, the cycle record says {want}")
+    if not problems:
+        print(f"quotas: cmctl userprio -quotas shows the last cycle's quotas of {len(groups)} groups")
+    return 0
+
+
 def main(argv):
     if not argv:
         print(__doc__)
@@ -328,6 +475,11 @@ def main(argv):
         static()
     elif cmd == "exposition":
         exposition(args)
+    elif cmd == "node-exposition":
+        node_exposition(args)
+    elif cmd == "quotas":
+        if quotas(*args) == 2:
+            return 2
     elif cmd == "live":
         live(args[0].rstrip("/"))
     else:

@@ -18,6 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "dashboards")
 
 CM = 'job="aerie-cm",pool=~"$pool"'
+NODE = 'job="aerie-node",pool=~"$pool"'
+AP = 'job="aerie-ap",pool=~"$pool"'
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
 
@@ -45,6 +47,9 @@ def panel(kind, title, targets, unit="short", desc="", stack=False, w=12, h=8):
         }
         p["options"] = {"legend": {"displayMode": "list", "placement": "bottom"},
                         "tooltip": {"mode": "multi"}}
+    elif kind == "bargauge":
+        p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                        "orientation": "horizontal", "displayMode": "gradient"}
     elif kind == "stat":
         p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
                         "colorMode": "value", "graphMode": "area"}
@@ -95,17 +100,17 @@ def dashboard(uid, title, desc, panels):
         "time": {"from": "now-6h", "to": "now"},
         "templating": {"list": [
             {"name": "datasource", "label": "Data source", "type": "datasource",
-             "query": "prometheus", "current": {}, "hide": 0},
+             "query": "prometheus", "hide": 0},
             {"name": "pool", "label": "Pool", "type": "query", "datasource": DS,
              "query": {"query": 'label_values(aerie_raft_term{job="aerie-cm"}, pool)',
                        "refId": "pool"},
-             "definition": 'label_values(aerie_raft_term{job="aerie-cm"}, pool)',
              "refresh": 2, "includeAll": True, "multi": False, "allValue": ".*",
-             "current": {}, "hide": 0},
+             "hide": 0},
         ]},
         "annotations": {"list": []},
         "links": [{"title": "Aerie dashboards", "type": "dashboards", "tags": ["aerie"],
-                   "asDropdown": True}],
+                   "asDropdown": True, "icon": "external link", "includeVars": True,
+                   "keepTime": True, "targetBlank": False, "tooltip": ""}],
         "panels": layout(panels),
     }
 
@@ -195,8 +200,8 @@ NEGOTIATION = dashboard(
     ])
 
 POOL = dashboard(
-    "aerie-pool", "Aerie / Pool and collector",
-    "The pool as each CM's collector sees it (condor_status -total) and the collector's traffic.",
+    "aerie-pool", "Aerie / Pool",
+    "The pool as each CM's collector sees it (condor_status -total), and the execute nodes' and access points' own figures.",
     [
         row("Slots"),
         stat("Slots", f'max(sum by (instance) (aerie_pool_slots{{{CM},state!="Absent"}}))'),
@@ -210,25 +215,133 @@ POOL = dashboard(
         ts("Memory: claimed and total", [(f'max(sum by (instance) (aerie_pool_memory_megabytes{{{CM}}}))', "total"),
                                          (f'max(aerie_pool_memory_megabytes{{{CM},state="Claimed"}})', "claimed")],
            unit="decmbytes"),
-        row("Collector"),
+        row("Execute nodes"),
+        ts("Slots by state (nodes' own view)",
+           [(f"sum by (state) (aerie_node_slots{{{NODE}}})", "{{state}}")], stack=True,
+           desc="What the startds report about themselves; compare with the collectors' view above."),
+        ts("Slots by activity (nodes' own view)",
+           [(f"sum by (activity) (aerie_node_slots{{{NODE}}})", "{{activity}}")], stack=True),
+        ts("Jobs started and completed per second",
+           [(f"sum(rate(aerie_node_jobs_started_total{{{NODE}}}[$__rate_interval]))", "started"),
+            (f"sum(rate(aerie_node_jobs_completed_total{{{NODE}}}[$__rate_interval]))", "completed")],
+           unit="ops"),
+        ts("Jobs failed, vacated and killed per second",
+           [(f"sum(rate(aerie_node_jobs_failed_total{{{NODE}}}[$__rate_interval]))", "failed to start"),
+            (f"sum(rate(aerie_node_jobs_vacated_total{{{NODE}}}[$__rate_interval]))", "vacated"),
+            (f"sum(rate(aerie_node_jobs_killed_total{{{NODE}}}[$__rate_interval]))", "killed")],
+           unit="ops", desc="Jobs that could not start, left after their KillSig, or were hard-killed."),
+        ts("Claims per second by outcome",
+           [(f"sum by (outcome) (rate(aerie_node_claims_total{{{NODE}}}[$__rate_interval]))", "{{outcome}}")],
+           unit="ops", desc="Claim requests the startds accepted or refused."),
+        ts("Claim leases expired and starter errors per second",
+           [(f"sum(rate(aerie_node_claim_leases_expired_total{{{NODE}}}[$__rate_interval]))", "leases expired"),
+            (f"sum by (kind) (rate(aerie_node_starter_errors_total{{{NODE}}}[$__rate_interval]))", "starter error: {{kind}}")],
+           unit="ops", desc="A claim whose access point stopped renewing it; a starter that failed (start, output, sandbox, signal)."),
+        ts("Job events to access points per second",
+           [(f"sum by (outcome) (rate(aerie_node_job_events_total{{{NODE}}}[$__rate_interval]))", "{{outcome}}")],
+           unit="ops", desc="Job events (started, exited) delivered to the access points, or retried."),
+        row("Access points"),
+        ts("Queued jobs by status", [(f"sum by (status) (aerie_ap_jobs{{{AP}}})", "{{status}}")], stack=True,
+           desc="condor_q's totals: idle, running, held... summed over the access points."),
+        ts("Queue per access point", [(f"sum by (instance) (aerie_ap_jobs{{{AP}}})", "{{instance}}")]),
+        ts("Submits, starts, completions and holds per second",
+           [(f"sum(rate(aerie_ap_submits_total{{{AP}}}[$__rate_interval]))", "submitted"),
+            (f"sum(rate(aerie_ap_job_starts_total{{{AP}}}[$__rate_interval]))", "started"),
+            (f"sum(rate(aerie_ap_job_completions_total{{{AP}}}[$__rate_interval]))", "completed"),
+            (f"sum(rate(aerie_ap_job_holds_total{{{AP}}}[$__rate_interval]))", "held")],
+           unit="ops"),
+        ts("Claims held", [(f"sum by (instance) (aerie_ap_claims{{{AP}}})", "{{instance}}")],
+           desc="Claims the access points hold on execute slots (the schedd's shadows)."),
+        ts("Claims reused and released per second",
+           [(f"sum(rate(aerie_ap_claims_reused_total{{{AP}}}[$__rate_interval]))", "reused"),
+            (f"sum(rate(aerie_ap_claims_released_total{{{AP}}}[$__rate_interval]))", "released")],
+           unit="ops", desc="A claim taking another job of its autocluster, or given back."),
+        row("Daemons"),
+        ts("Targets answering", [('sum by (job) (up{job=~"aerie-.*",pool=~"$pool"})', "{{job}}")],
+           desc="CMs, execute nodes and access points whose metrics endpoint answers (AerieCMDown, AerieNodeNotReporting)."),
+        ts("Each target (1: answering, 0: down)", [('up{job=~"aerie-.*",pool=~"$pool"}', "{{job}} {{instance}}")],
+           desc="Which CM, execute node or access point stopped answering its metrics scrape."),
+    ])
+
+COLLECTOR = dashboard(
+    "aerie-collector", "Aerie / Collector",
+    "Each CM's collector: the ads it holds by type, the updates it takes, absent and offline ads, and the relay between CMs.",
+    [
+        row("Ads"),
+        stat("Ads (largest collector)", f"max(sum by (instance) (aerie_collector_ads{{{CM}}}))"),
+        stat("Absent and offline ads", f"max(aerie_collector_absent_ads{{{CM}}})"),
+        stat("Updates per second", f"sum(rate(aerie_collector_updates_total{{{CM}}}[$__rate_interval]))", unit="ops"),
+        stat("CMs cut off", f"sum(aerie_collector_cut_off{{{CM}}})",
+             desc="CMs out of touch with a leader holding a quorum (AerieCollectorCutOff)."),
         ts("Ads by type (each CM)", [(f"aerie_collector_ads{{{CM}}} > 0", "{{instance}} {{type}}")],
            desc="Every CM holds a copy; they converge within a relay interval (AerieCollectorsDiverged)."),
-        ts("Absent ads", [(f"aerie_collector_absent_ads{{{CM}}}", "{{instance}}")]),
-        ts("Ad updates per second", [(f"sum by (instance, outcome) (rate(aerie_collector_updates_total{{{CM}}}[$__rate_interval]))", "{{instance}} {{outcome}}")],
-           unit="ops", desc="Rejected over 5% fires AerieCollectorRejections."),
+        ts("Absent and offline ads", [(f"aerie_collector_absent_ads{{{CM}}}", "{{instance}}")],
+           desc="Slots that stopped reporting (ABSENT_REQUIREMENTS) and offline ads (AerieAbsentSlotsSpike)."),
+        ts("Absent and offline ads committed per second",
+           [(f"sum by (command) (rate(aerie_collector_absent_commits_total{{{CM}}}[$__rate_interval]))", "{{command}}")],
+           unit="ops", desc="The leader commits absent ads through Raft so every CM keeps them alike."),
         ts("Ads expired per second", [(f"sum by (instance, to) (rate(aerie_collector_expired_total{{{CM}}}[$__rate_interval]))", "{{instance}} to {{to}}")],
-           unit="ops"),
+           unit="ops", desc="Ads past their ClassAdLifetime, made absent or removed."),
+        row("Updates"),
+        ts("Ad updates per second by outcome", [(f"sum by (instance, outcome) (rate(aerie_collector_updates_total{{{CM}}}[$__rate_interval]))", "{{instance}} {{outcome}}")],
+           unit="ops", desc="Rejected over 5% fires AerieCollectorRejections."),
+        ts("Rejected share of updates",
+           [(f'(sum by (instance) (rate(aerie_collector_updates_total{{{CM},outcome="rejected"}}[$__rate_interval]))'
+             f" or 0 * sum by (instance) (rate(aerie_collector_updates_total{{{CM}}}[$__rate_interval])))"
+             f" / sum by (instance) (rate(aerie_collector_updates_total{{{CM}}}[$__rate_interval]))", "{{instance}}")],
+           unit="percentunit", desc="Over 5% for 10 minutes fires AerieCollectorRejections; the CM logs each reason with the sender."),
+        ts("Updates throttled per second", [(f"sum by (instance) (rate(aerie_collector_throttled_total{{{CM}}}[$__rate_interval]))", "{{instance}}")],
+           unit="ops", desc="Updates delayed by COLLECTOR_MAX_UPDATE_RATE."),
         ts("Cut off from the quorum", [(f"aerie_collector_cut_off{{{CM}}}", "{{instance}}")],
            desc="1: this CM closes its nodes' streams so they move to a CM of the majority."),
+        row("Relay between CMs"),
+        ts("Relay lag", [(f"aerie_collector_relay_lag_seconds{{{CM}}}", "{{instance}} to {{peer}}")], unit="s",
+           desc="Seconds between a CM hearing the oldest change of the last batch a peer acknowledged and the acknowledgement."),
+        ts("Relay queue", [(f"aerie_collector_relay_queue_ads{{{CM}}}", "{{instance}} to {{peer}}")],
+           desc="Ad changes waiting to be relayed to each peer; a growing queue means the peer cannot keep up."),
         ts("Relay: changes sent per second", [(f"sum by (instance, peer) (rate(aerie_collector_relay_sent_total{{{CM}}}[$__rate_interval]))", "{{instance}} to {{peer}}")],
            unit="ops"),
         ts("Relay: received per second", [(f"sum by (instance, outcome) (rate(aerie_collector_relay_received_total{{{CM}}}[$__rate_interval]))", "{{instance}} {{outcome}}")],
            unit="ops"),
-        ts("Relay: digest exchanges per second", [(f"sum by (instance, peer) (rate(aerie_collector_relay_digests_total{{{CM}}}[$__rate_interval]))", "{{instance}} with {{peer}}")],
+        ts("Relay: failed batches and dropped changes per second",
+           [(f"sum by (instance, peer) (rate(aerie_collector_relay_errors_total{{{CM}}}[$__rate_interval]))", "{{instance}} to {{peer}} failed"),
+            (f"sum by (instance, peer) (rate(aerie_collector_relay_dropped_total{{{CM}}}[$__rate_interval]))", "{{instance}} to {{peer}} dropped")],
+           unit="ops", desc="Failing for 10 minutes fires AerieRelayFailing; dropped changes are repaired by digests."),
+        ts("Relay: digest exchanges and repairs per second",
+           [(f"sum by (instance, peer) (rate(aerie_collector_relay_digests_total{{{CM}}}[$__rate_interval]))", "{{instance}} with {{peer}}"),
+            (f"sum by (direction) (rate(aerie_collector_relay_repaired_total{{{CM}}}[$__rate_interval]))", "repaired ({{direction}})")],
            unit="ops"),
-        row("Daemons"),
-        ts("Targets answering", [('sum by (job) (up{job=~"aerie-.*",pool=~"$pool"})', "{{job}}")],
-           desc="CMs, execute nodes and access points whose metrics endpoint answers (AerieCMDown, AerieNodeNotReporting)."),
+    ])
+
+GROUPS = dashboard(
+    "aerie-groups", "Aerie / Groups and quotas",
+    "condor_userprio -quotas over time: each accounting group's configured and effective quota, surplus, demand and usage as the leader's last cycle computed them.",
+    [
+        row("Quotas (last cycle)"),
+        ts("Effective quota", [(f"max by (group) (aerie_negotiation_last_cycle_group_effective_quota{{{CM}}})", "{{group}}")],
+           desc="Weighted slots after scaling the configured quotas to the pool (condor_userprio -quotas Effective Quota)."),
+        ts("Configured quota", [(f"max by (group) (aerie_negotiation_last_cycle_group_config_quota{{{CM}}})", "{{group}}")],
+           desc="GROUP_QUOTA_<g> in weighted slots, or GROUP_QUOTA_DYNAMIC_<g> as a fraction; a runtime override (cmctl quota set) included."),
+        ts("Subtree quota", [(f"max by (group) (aerie_negotiation_last_cycle_group_subtree_quota{{{CM}}})", "{{group}}")],
+           desc="A group's quota with its subgroups'."),
+        ts("Surplus received", [(f"max by (group) (aerie_negotiation_last_cycle_group_surplus{{{CM}}})", "{{group}}")],
+           stack=True, desc="Weighted slots the surplus sharing added on top of a group's quota (GROUP_ACCEPT_SURPLUS)."),
+        panel("bargauge", "Effective quota now",
+              [(f"max by (group) (aerie_negotiation_last_cycle_group_effective_quota{{{CM}}})", "{{group}}")], w=12, h=8),
+        panel("bargauge", "Requested now",
+              [(f"max by (group) (aerie_negotiation_last_cycle_group_requested{{{CM}}})", "{{group}}")], w=12, h=8),
+        row("Demand and usage"),
+        ts("Requested", [(f"max by (group) (aerie_negotiation_last_cycle_group_requested{{{CM}}})", "{{group}}")],
+           desc="Weighted slots the group's submitters asked for, running plus idle (Weighted Requested)."),
+        ts("Usage and effective quota",
+           [(f"max by (group) (aerie_negotiation_last_cycle_group_usage{{{CM}}})", "{{group}} usage"),
+            (f"max by (group) (aerie_negotiation_last_cycle_group_effective_quota{{{CM}}})", "{{group}} quota")],
+           desc="Usage when the last cycle started beside the quota it computed."),
+        ts("Usage as a share of the effective quota",
+           [(f"max by (group) (aerie_negotiation_last_cycle_group_usage{{{CM}}}) / (max by (group) (aerie_negotiation_last_cycle_group_effective_quota{{{CM}}}) > 0)", "{{group}}")],
+           unit="percentunit", desc="Over 100%: the group runs on surplus; groups with no quota are left out."),
+        ts("Group resources in use (ledger)", [(f"max by (group) (aerie_accountant_group_resources_in_use{{{CM}}})", "{{group}}")],
+           stack=True, desc="Weighted slots the accountant charged to each group's subtree at its last tick."),
     ])
 
 FAIRSHARE = dashboard(
@@ -257,7 +370,9 @@ DASHBOARDS = {
     "aerie-cluster.json": CLUSTER,
     "aerie-negotiation.json": NEGOTIATION,
     "aerie-pool.json": POOL,
+    "aerie-collector.json": COLLECTOR,
     "aerie-fairshare.json": FAIRSHARE,
+    "aerie-groups.json": GROUPS,
 }
 
 

@@ -4,9 +4,13 @@
 //!   tests (every alert fires on its fault); the dashboards are what `generate.py` makes, their
 //!   structure holds, and every metric and label they and the rules name is one a CM exports
 //!   (`cm/src/metrics/catalogue.rs`) — `ops/check/rules.sh`;
-//! - a live 3-CM cluster with a simulated pool, scraped by a real Prometheus: each CM's
-//!   `/metrics` has every catalogued metric with its type, HELP text and labels, every
-//!   dashboard panel's query returns data and every rule evaluates — `ops/check/live.sh`.
+//! - the dashboards against Grafana's own schema (`@grafana/schema`, checked by the TypeScript
+//!   compiler) — `ops/check/grafana_schema.py`, run by `rules.sh`;
+//! - a live 3-CM cluster with a simulated pool, a real execute node and a real access point
+//!   running real jobs, scraped by a real Prometheus: each CM's `/metrics` has every
+//!   catalogued metric with its type, HELP text and labels, the node's and access point's
+//!   agree with their code, every dashboard panel's query returns data, every rule evaluates,
+//!   and `cmctl userprio -quotas` shows the last cycle's quotas — `ops/check/live.sh`.
 //!
 //! Neither is skipped when `prometheus` is missing: the test fails saying how to install it.
 use std::path::{Path, PathBuf};
@@ -14,6 +18,7 @@ use std::process::Command;
 
 const CM: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 const NODE: &str = env!("CARGO_BIN_EXE_aerie-node-sim");
+const CMCTL: &str = env!("CARGO_BIN_EXE_aerie-cmctl");
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -68,6 +73,10 @@ fn a_real_prometheus_scraping_a_live_cluster_answers_every_panel_and_rule() {
     require("promtool");
     run(
         "ops/check/live.sh",
-        &[("AERIE_CM_SERVE_BIN", CM), ("AERIE_NODE_BIN", NODE)],
+        &[
+            ("AERIE_CM_SERVE_BIN", CM),
+            ("AERIE_NODE_BIN", NODE),
+            ("AERIE_CMCTL_BIN", CMCTL),
+        ],
     );
 }

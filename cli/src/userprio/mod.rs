@@ -9,7 +9,7 @@ pub mod table;
 use crate::client::{Client, ConnectArgs};
 use aerie_core::accountant::{AccountantCommand, AccountingAd, AccountingRecord, UserprioRow};
 use aerie_core::admin::UserprioQuery;
-use aerie_core::state::{Command, GroupPolicy, Quota};
+use aerie_core::state::{Command, GroupPolicy, GroupQuotaRecord, Quota};
 use anyhow::{bail, Context};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -353,11 +353,21 @@ pub fn edit_command(e: &Edit) -> (Command, String) {
 }
 
 /// Turns the CM's rows into accounting-ad records, as a negotiator would publish them.
+///
+/// A group's quota columns are what the last committed cycle computed (`quotas`, from its
+/// record), as HTCondor's negotiator publishes them in its Accountant ads after each cycle:
+/// the configured quota (a runtime override included), the effective and subtree quotas, the
+/// requested resources. A group the ledger has no row for yet (nothing charged) still gets a
+/// record, as HTCondor reports every configured group. Without a cycle record for a group
+/// (before the first cycle, or from a CM that predates the record), the runtime override
+/// stands in for all three quotas.
 pub fn rows_to_records(
     rows: &[UserprioRow],
     groups: &BTreeMap<String, GroupPolicy>,
+    quotas: &[GroupQuotaRecord],
 ) -> Vec<AccountingRecord> {
-    rows.iter()
+    let mut out: Vec<AccountingRecord> = rows
+        .iter()
         .map(|r| {
             let mut a = AccountingRecord {
                 name: r.name.clone(),
@@ -380,20 +390,58 @@ pub fn rows_to_records(
                 ..Default::default()
             };
             if r.is_group {
-                let pol = groups.get(&r.name).cloned().unwrap_or_default();
-                let q = match pol.quota {
-                    Some(Quota::Static(v) | Quota::Dynamic(v)) => v,
-                    None => 0.0,
-                };
-                let s = pol.accept_surplus;
-                a.config_quota = Some(q);
-                a.effective_quota = Some(q);
-                a.subtree_quota = Some(q);
-                a.surplus_policy = Some(if s == Some(true) { "byquota" } else { "no" }.into());
+                match quotas.iter().find(|q| q.name == r.name) {
+                    Some(q) => set_cycle_quota(&mut a, q),
+                    None => set_override_quota(&mut a, groups.get(&r.name)),
+                }
             }
             a
         })
-        .collect()
+        .collect();
+    for q in quotas {
+        if !rows.iter().any(|r| r.is_group && r.name == q.name) {
+            let mut a = AccountingRecord {
+                name: q.name.clone(),
+                accounting_group: Some(q.name.clone()),
+                is_accounting_group: Some(true),
+                ..Default::default()
+            };
+            set_cycle_quota(&mut a, q);
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// The quota columns from the last cycle's record.
+fn set_cycle_quota(a: &mut AccountingRecord, q: &GroupQuotaRecord) {
+    a.config_quota = Some(q.config_quota);
+    a.effective_quota = Some(q.effective_quota);
+    a.subtree_quota = Some(q.subtree_quota);
+    a.requested = Some(q.requested);
+    a.surplus_policy = Some(surplus_policy(q.accept_surplus).into());
+}
+
+/// The quota columns from the runtime override alone (no cycle computed them yet).
+fn set_override_quota(a: &mut AccountingRecord, pol: Option<&GroupPolicy>) {
+    let pol = pol.cloned().unwrap_or_default();
+    let q = match pol.quota {
+        Some(Quota::Static(v) | Quota::Dynamic(v)) => v,
+        None => 0.0,
+    };
+    a.config_quota = Some(q);
+    a.effective_quota = Some(q);
+    a.subtree_quota = Some(q);
+    a.surplus_policy = Some(surplus_policy(pol.accept_surplus == Some(true)).into());
+}
+
+/// `SurplusPolicy` as HTCondor's accountant writes it.
+fn surplus_policy(accept: bool) -> &'static str {
+    if accept {
+        "byquota"
+    } else {
+        "no"
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -428,7 +476,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let reply = client.query(UserprioQuery { now: Some(now) }, p.stale)?;
         AccountingAd {
             last_update: Some(reply.last_tick.unwrap_or(reply.now)),
-            records: rows_to_records(&reply.rows, &reply.groups),
+            records: rows_to_records(&reply.rows, &reply.groups, &reply.last_cycle_groups),
         }
     };
     let last_update = ad.last_update.unwrap_or(0);
@@ -463,7 +511,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     "IsAccountingGroup": r.is_accounting_group.unwrap_or(false),
                     "Ceiling": r.ceiling, "Floor": r.floor, "ConfigQuota": r.config_quota,
                     "EffectiveQuota": r.effective_quota, "SubtreeQuota": r.subtree_quota,
-                    "SurplusPolicy": r.surplus_policy,
+                    "SurplusPolicy": r.surplus_policy, "Requested": r.requested,
                 })
             })
             .collect();

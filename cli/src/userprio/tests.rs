@@ -513,3 +513,79 @@ fn real_userprio_dumps_read_and_write_back_as_condor_userprio() {
         );
     }
 }
+
+/// `-quotas` on a live pool shows what the negotiator last computed (the cycle record's
+/// quotas), not the runtime override copied into every column; a group the ledger has not
+/// charged yet still gets its line; without a cycle record the override stands in.
+#[test]
+fn quotas_come_from_the_last_cycle_record() {
+    let row = |name: &str| UserprioRow {
+        name: name.into(),
+        effective_priority: 0.5,
+        real_priority: 0.5,
+        priority_factor: 1000.0,
+        resources_used: 0.0,
+        accumulated_usage: 0.0,
+        begin_usage_time: T - 10,
+        last_usage_time: T,
+        floor: 0.0,
+        ceiling: -1.0,
+        is_group: true,
+        accounting_group: name.into(),
+    };
+    let rows = vec![row("group_a"), row("group_c")];
+    let mut overrides = BTreeMap::new();
+    for g in ["group_a", "group_c"] {
+        overrides.insert(
+            g.to_string(),
+            GroupPolicy {
+                quota: Some(Quota::Static(5.0)),
+                ..Default::default()
+            },
+        );
+    }
+    let cycle = |name: &str, cfg: f64, eff: f64, tree: f64, req: f64| GroupQuotaRecord {
+        name: name.into(),
+        config_quota: cfg,
+        is_static: true,
+        effective_quota: eff,
+        subtree_quota: tree,
+        accept_surplus: true,
+        requested: req,
+        ..Default::default()
+    };
+    let quotas = vec![
+        cycle("group_a", 5.0, 4.0, 6.0, 30.0),
+        cycle("group_b", 10.0, 8.0, 8.0, 12.0),
+    ];
+    let recs = rows_to_records(&rows, &overrides, &quotas);
+    let find = |n: &str| recs.iter().find(|r| r.name == n).unwrap();
+    let a = find("group_a");
+    let figures = (
+        a.config_quota,
+        a.effective_quota,
+        a.subtree_quota,
+        a.requested,
+    );
+    assert_eq!(figures, (Some(5.0), Some(4.0), Some(6.0), Some(30.0)));
+    assert_eq!(a.surplus_policy.as_deref(), Some("byquota"));
+    assert_eq!(
+        find("group_b").effective_quota,
+        Some(8.0),
+        "no ledger row yet"
+    );
+    let c = find("group_c");
+    assert_eq!(
+        (c.effective_quota, c.requested),
+        (Some(5.0), None),
+        "no cycle figures"
+    );
+    let out = ours(&recs, &["-quotas"]);
+    let line = out.lines().find(|l| l.starts_with("group_a ")).unwrap();
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cells[..6],
+        ["group_a", "4.00", "5.00", "ByQuota", "6.00", "30"],
+        "{out}"
+    );
+}

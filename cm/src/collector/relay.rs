@@ -203,6 +203,16 @@ pub fn item_to_pb(i: &RelayItem, now: i64) -> pb::RelayedAd {
     }
 }
 
+/// Seconds since this CM heard the oldest of `items` (0 for none): how far behind a peer is
+/// once it has acknowledged them, the relay lag.
+pub fn oldest_age(items: &[RelayItem], now: i64) -> i64 {
+    items
+        .iter()
+        .map(|i| now.saturating_sub(i.heard).max(0))
+        .max()
+        .unwrap_or(0)
+}
+
 /// A digest entry as sent.
 pub fn digest_to_pb(d: &DigestEntry) -> pb::DigestEntry {
     pb::DigestEntry {
@@ -420,6 +430,7 @@ async fn peer_worker(
             _ = wake.notified() => {},
         }
         let mut ok = true;
+        let mut sent_any = false;
         loop {
             let items = queue
                 .lock()
@@ -429,12 +440,16 @@ async fn peer_worker(
                 break;
             }
             let n = items.len();
+            let sent_at = unix_now();
             let batch = pb::RelayBatch {
                 from_id: relay.id,
-                ads: items.iter().map(|i| item_to_pb(i, unix_now())).collect(),
+                ads: items.iter().map(|i| item_to_pb(i, sent_at)).collect(),
             };
             match c.relay(batch).await {
                 Ok(_) => {
+                    sent_any = true;
+                    metrics::gauge!("aerie_collector_relay_lag_seconds", "peer" => label.clone())
+                        .set(oldest_age(&items, unix_now()) as f64);
                     metrics::counter!("aerie_collector_relay_sent_total", "peer" => label.clone())
                         .increment(n as u64);
                     metrics::counter!("aerie_collector_relay_batches_total", "peer" => label.clone())
@@ -456,6 +471,13 @@ async fn peer_worker(
                     break;
                 }
             }
+        }
+        let waiting = queue.lock().unwrap_or_else(|p| p.into_inner()).len();
+        metrics::gauge!("aerie_collector_relay_queue_ads", "peer" => label.clone())
+            .set(waiting as f64);
+        if ok && !sent_any && waiting == 0 {
+            // Nothing to relay: the peer is not behind (rather than keeping an old batch's lag).
+            metrics::gauge!("aerie_collector_relay_lag_seconds", "peer" => label.clone()).set(0.0);
         }
         if ok && tokio::time::Instant::now() >= next_digest {
             next_digest = tokio::time::Instant::now() + p.digest_interval;

@@ -1,6 +1,6 @@
 //! The relay queue (dedup, bound, requeue) and the leader's absent/offline plan.
 use super::absent::{plan, record_name, replicated_ads, Replicated, OFFLINE_BUCKET};
-use super::relay::RelayQueue;
+use super::relay::{oldest_age, RelayQueue};
 use super::*;
 use aerie_core::state::{AdRecord, Command};
 
@@ -30,6 +30,15 @@ fn queue_keeps_one_change_per_ad_in_first_queued_order() {
     let got = q.take(10);
     assert_eq!(got, vec![item("a", 2), item("b", 1)]);
     assert!(q.is_empty());
+}
+
+#[test]
+fn relay_lag_is_the_age_of_the_oldest_change_relayed() {
+    let items = [item("a", T0 - 7), item("b", T0 - 2), item("c", T0 + 5)];
+    assert_eq!(oldest_age(&items, T0), 7);
+    // A change heard "in the future" (a clock step) counts as 0, not negative.
+    assert_eq!(oldest_age(&items[2..], T0), 0);
+    assert_eq!(oldest_age(&[], T0), 0);
 }
 
 #[test]

@@ -247,6 +247,7 @@ impl Leader {
                 .collect(),
             requested,
             policy_version,
+            groups: outcome.groups.iter().map(|g| g.quota_record()).collect(),
         };
         match self.commit(Command::RecordCycle(record.clone())).await? {
             None => return Ok(CycleEnd::Deposed { step: "record" }),

@@ -64,6 +64,10 @@ pub fn negotiator_ad(f: &AdFacts) -> ClassAd {
         let duration = r.duration_seconds;
         let period = f.previous_end.map(|p| (r.end_time - p).max(0)).unwrap_or(0);
         ad.insert_int("AerieNegotiatorCycle", r.cycle as i64);
+        // Which replicated negotiation policy the cycle used (0: the leader's own file, none
+        // replicated yet), so `condor_status -negotiator` shows what `cmctl negotiator
+        // status` shows.
+        ad.insert_int("AerieNegotiationPolicyVersion", r.policy_version as i64);
         ad.insert_int("LastNegotiationCycleTime0", r.start_time);
         ad.insert_int("LastNegotiationCycleEnd0", r.end_time);
         ad.insert_int("LastNegotiationCyclePeriod0", period);
@@ -132,6 +136,7 @@ mod tests {
                 access_points: 2,
                 access_points_failed: 1,
                 submitters: 2,
+                policy_version: 7,
                 ..Default::default()
             }),
             previous_end: Some(92),
@@ -164,5 +169,6 @@ mod tests {
             Some("alice@p")
         );
         assert_eq!(int("AerieRaftTerm"), Some(3));
+        assert_eq!(int("AerieNegotiationPolicyVersion"), Some(7));
     }
 }

@@ -88,6 +88,27 @@ pub fn of_state(state: &PoolState) -> Vec<Sample> {
                 *n as f64,
             ));
         }
+        for g in &r.groups {
+            for (name, value) in [
+                (
+                    "aerie_negotiation_last_cycle_group_config_quota",
+                    g.config_quota,
+                ),
+                (
+                    "aerie_negotiation_last_cycle_group_effective_quota",
+                    g.effective_quota,
+                ),
+                (
+                    "aerie_negotiation_last_cycle_group_subtree_quota",
+                    g.subtree_quota,
+                ),
+                ("aerie_negotiation_last_cycle_group_surplus", g.surplus),
+                ("aerie_negotiation_last_cycle_group_requested", g.requested),
+                ("aerie_negotiation_last_cycle_group_usage", g.usage),
+            ] {
+                out.push(s(name, vec![("group", g.name.clone())], value));
+            }
+        }
     }
     for row in state.accountant.userprio_rows(state.now) {
         if row.is_group {
@@ -418,6 +439,13 @@ mod tests {
             ..Default::default()
         };
         rec.matched_by_submitter.insert("alice@pool".into(), 5);
+        rec.groups.push(aerie_core::state::GroupQuotaRecord {
+            name: "group_a".into(),
+            config_quota: 20.0,
+            effective_quota: 16.0,
+            surplus: 4.0,
+            ..Default::default()
+        });
         st.apply(&Request::new(Command::RecordCycle(rec)));
         let out = of_state(&st);
         assert_eq!(value(&out, END, &[]), Some(1002.0));
@@ -427,6 +455,20 @@ mod tests {
         );
         let by_submitter = "aerie_negotiation_last_cycle_submitter_matches";
         assert_eq!(value(&out, by_submitter, &alice), Some(5.0));
+        let group_a = [("group", "group_a")];
+        let quota = |m| value(&out, m, &group_a);
+        assert_eq!(
+            quota("aerie_negotiation_last_cycle_group_config_quota"),
+            Some(20.0)
+        );
+        assert_eq!(
+            quota("aerie_negotiation_last_cycle_group_effective_quota"),
+            Some(16.0)
+        );
+        assert_eq!(
+            quota("aerie_negotiation_last_cycle_group_surplus"),
+            Some(4.0)
+        );
         let used = "aerie_negotiation_last_cycle_policy_version";
         assert_eq!(value(&out, used, &[]), Some(3.0));
         assert_eq!(

@@ -9,7 +9,8 @@
 //! read).
 use crate::accountant::{AccountantParams, UserprioRow};
 use crate::state::{
-    AdRecord, AuditRecord, CycleRecord, DrainRequest, GroupPolicy, PoolState, TokenRecord,
+    AdRecord, AuditRecord, CycleRecord, DrainRequest, GroupPolicy, GroupQuotaRecord, PoolState,
+    TokenRecord,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -141,6 +142,10 @@ pub struct UserprioReport {
     pub rows: Vec<UserprioRow>,
     /// Runtime quota and surplus overrides by group.
     pub groups: BTreeMap<String, GroupPolicy>,
+    /// Each group's quota as the last committed cycle computed it (empty before the first
+    /// cycle, and from CMs that predate it).
+    #[serde(default)]
+    pub last_cycle_groups: Vec<GroupQuotaRecord>,
 }
 
 impl UserprioQuery {
@@ -152,6 +157,11 @@ impl UserprioQuery {
             params: state.accountant.params().clone(),
             rows: state.accountant.userprio_rows(now),
             groups: state.groups.clone(),
+            last_cycle_groups: state
+                .cycles
+                .back()
+                .map(|c| c.groups.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -321,6 +331,11 @@ mod tests {
                 term: 1,
                 cycle: i,
                 end_time: 100 + i as i64,
+                groups: vec![GroupQuotaRecord {
+                    name: "group_a".into(),
+                    effective_quota: i as f64,
+                    ..Default::default()
+                }],
                 ..Default::default()
             })));
         }
@@ -333,6 +348,13 @@ mod tests {
         assert_eq!(ask(&s, SummaryQuery).now, 112);
         let u = ask(&s, UserprioQuery { now: Some(5000) });
         assert_eq!((u.now, u.last_tick), (5000, None));
+        // The quotas of the last cycle, not of an earlier one.
+        let quota: Vec<_> = u
+            .last_cycle_groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.effective_quota))
+            .collect();
+        assert_eq!(quota, [("group_a", 12.0)]);
         assert!(ask(&s, AdsQuery).is_empty());
         assert_eq!(ask(&s, StateQuery).applied_commands, 13);
     }

@@ -129,6 +129,24 @@ pub struct GroupFigures {
     pub sort_key: f64,
 }
 
+impl GroupFigures {
+    /// The figures a cycle record keeps for `condor_userprio -quotas` (finite numbers only).
+    pub fn quota_record(&self) -> crate::state::GroupQuotaRecord {
+        crate::state::GroupQuotaRecord {
+            name: self.name.clone(),
+            config_quota: self.config_quota,
+            is_static: self.is_static,
+            effective_quota: self.quota,
+            subtree_quota: self.subtree_quota,
+            surplus: self.surplus,
+            accept_surplus: self.accept_surplus,
+            requested: self.requested,
+            usage: self.usage_before,
+        }
+        .finite()
+    }
+}
+
 /// Everything a cycle decided.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {

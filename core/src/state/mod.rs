@@ -23,7 +23,8 @@ pub use command::{
 pub use negotiation_policy::{NegotiationPolicy, PolicyProposal};
 pub use overlay::overlay_policy;
 pub use policy::{
-    AdRecord, CycleRecord, DrainRequest, GroupPolicy, NegotiatorControl, Quota, MAX_CYCLE_RECORDS,
+    AdRecord, CycleRecord, DrainRequest, GroupPolicy, GroupQuotaRecord, NegotiatorControl, Quota,
+    MAX_CYCLE_RECORDS,
 };
 pub use tokens::TokenRecord;
 
@@ -302,6 +303,11 @@ impl PoolState {
                             rec.term, rec.cycle, last.term, last.cycle
                         ));
                     }
+                }
+                // Only the last cycle's group quotas are shown anywhere: older records drop
+                // theirs, so a pool of many groups does not keep 100 copies in every snapshot.
+                if let Some(last) = self.cycles.back_mut() {
+                    last.groups = Vec::new();
                 }
                 self.cycles.push_back(rec.clone());
                 while self.cycles.len() > MAX_CYCLE_RECORDS {

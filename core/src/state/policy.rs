@@ -148,6 +148,58 @@ pub struct CycleRecord {
     /// replicated yet, the leader's own file).
     #[serde(default)]
     pub policy_version: u64,
+    /// Each accounting group's quota as the cycle computed it (what `condor_userprio -quotas`
+    /// shows); kept in the last record only, empty in records of leaders that predate it and
+    /// in pools without groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupQuotaRecord>,
+}
+
+/// One accounting group's quota as a negotiation cycle computed it: HTCondor's negotiator
+/// publishes the same figures in its Accountant ads (`ConfigQuota`, `EffectiveQuota`,
+/// `SubtreeQuota`, `SurplusPolicy`, `Requested`; `matchmaker.cpp` and `Accountant.cpp`,
+/// `ReportState`). Every number is finite (see [`GroupQuotaRecord::finite`]): a NaN would
+/// not survive the JSON of the Raft log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupQuotaRecord {
+    /// The group's name (`<none>` is the root).
+    pub name: String,
+    /// The configured quota: weighted slots when static, a fraction of the parent when
+    /// dynamic (`GROUP_QUOTA_<g>` / `GROUP_QUOTA_DYNAMIC_<g>`, or a runtime override).
+    pub config_quota: f64,
+    /// The quota is static rather than dynamic.
+    pub is_static: bool,
+    /// The quota in weighted slots after scaling to the pool (`EffectiveQuota`).
+    pub effective_quota: f64,
+    /// The quota of the group and its subgroups together (`SubtreeQuota`).
+    pub subtree_quota: f64,
+    /// Weighted slots the surplus sharing added to the group's quota.
+    pub surplus: f64,
+    /// The group accepts surplus (`GROUP_ACCEPT_SURPLUS_<g>`).
+    pub accept_surplus: bool,
+    /// Weighted slots its submitters asked for: running plus idle (`Requested`).
+    pub requested: f64,
+    /// Weighted slots its submitters used when the cycle started.
+    pub usage: f64,
+}
+
+impl GroupQuotaRecord {
+    /// The record with every non-finite number replaced by 0.
+    pub fn finite(mut self) -> Self {
+        for v in [
+            &mut self.config_quota,
+            &mut self.effective_quota,
+            &mut self.subtree_quota,
+            &mut self.surplus,
+            &mut self.requested,
+            &mut self.usage,
+        ] {
+            if !v.is_finite() {
+                *v = 0.0;
+            }
+        }
+        self
+    }
 }
 
 /// The operator's controls of the leader-run negotiation (`cmctl negotiator ...`).

@@ -184,9 +184,52 @@ fn snapshot_and_cycle_record_without_the_new_fields_still_decode() {
     assert!(s.apply(&r).ok);
     assert_eq!(s.cycles[0].matches, 3);
     assert!(s.cycles[0].matched_by_submitter.is_empty());
+    assert!(s.cycles[0].groups.is_empty());
     // Records must move forward in (term, cycle).
     let again = s.apply(&r);
     assert!(!again.ok && again.error.contains("not after"), "{again:?}");
+}
+
+/// A cycle record's group quotas go through the Raft log's JSON and back; only the last
+/// record keeps them; a record without groups is written as before (no `groups` key), so an
+/// older CM reads it unchanged, and a non-finite figure (which JSON cannot carry) is written
+/// as 0 rather than as a poison pill.
+#[test]
+fn cycle_records_carry_group_quotas_through_the_log() {
+    let g = GroupQuotaRecord {
+        name: "group_a".into(),
+        config_quota: 20.0,
+        is_static: true,
+        effective_quota: 20.0,
+        subtree_quota: 20.0,
+        surplus: f64::NAN,
+        accept_surplus: true,
+        requested: f64::INFINITY,
+        usage: 7.0,
+    }
+    .finite();
+    assert_eq!((g.surplus, g.requested), (0.0, 0.0));
+    let rec = CycleRecord {
+        term: 1,
+        cycle: 1,
+        groups: vec![g],
+        ..Default::default()
+    };
+    let wire = serde_json::to_string(&req(Command::RecordCycle(rec.clone()))).unwrap();
+    let back: Request = serde_json::from_str(&wire).unwrap();
+    let mut s = PoolState::default();
+    assert!(s.apply(&back).ok);
+    assert_eq!(s.cycles[0], rec);
+    // The next record's quotas replace the previous one's (only the last cycle's are kept).
+    let next = CycleRecord {
+        cycle: 2,
+        ..rec.clone()
+    };
+    assert!(s.apply(&req(Command::RecordCycle(next.clone()))).ok);
+    assert!(s.cycles[0].groups.is_empty());
+    assert_eq!(s.cycles[1], next);
+    let plain = serde_json::to_string(&CycleRecord::default()).unwrap();
+    assert!(!plain.contains("groups"), "{plain}");
 }
 
 /// Issue 13.15: times in commands are untrusted (any admin write, any leader's clock): the
