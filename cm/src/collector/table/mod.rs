@@ -215,6 +215,16 @@ pub struct Query {
     pub limit: usize,
 }
 
+/// A matching ad as a query shows it: the public part only (private attributes are split off
+/// on the way in and never reach this), and the `LastHeardFrom` the collector adds.
+#[derive(Clone, Debug)]
+pub struct Shown {
+    /// The stored public ad, shared with the table (not a copy).
+    pub ad: ClassAd,
+    /// When this CM last heard of the ad (Unix seconds), shown as `LastHeardFrom`.
+    pub last_heard_from: i64,
+}
+
 /// One stored ad: its public and private parts and the bookkeeping the rules need.
 #[derive(Clone, Debug)]
 struct Entry {
@@ -709,6 +719,26 @@ impl AdTable {
         self.query_within(q, budget)
             .map(|v| v.into_iter().map(|(_, ad)| ad).collect())
             .map_err(|(_, e)| e)
+    }
+
+    /// The public ads matching `q` (its projection ignored), each with its `LastHeardFrom`,
+    /// in key order, for a caller that renders them after the read lock is released
+    /// ([`crate::collector::text`]): taking an ad costs one reference count, not a copy. Refused
+    /// as [`AdTable::try_query`] is once the constraint has cost more than `budget` steps.
+    pub fn try_query_shown(
+        &self,
+        q: &Query,
+        budget: u64,
+    ) -> Result<Vec<Shown>, classad::EvalLimit> {
+        let mut out = Vec::new();
+        self.scan(q, budget, false, |_, e, _| {
+            out.push(Shown {
+                ad: e.ad.clone(),
+                last_heard_from: e.updated(),
+            });
+            !(q.limit > 0 && out.len() >= q.limit)
+        })?;
+        Ok(out)
     }
 
     #[allow(clippy::type_complexity)]
