@@ -257,7 +257,7 @@ fn af_from_ads(ads: &[String], attrs: &[&str]) -> String {
             .unwrap_or_default();
         let vals: Vec<String> = attrs
             .iter()
-            .map(|n| cmctl::status::value_text(ad.eval_attr(n)))
+            .map(|n| aerie_core::print::value_text(ad.eval_attr(n)))
             .collect();
         out.push_str(&format!("{}\n", vals.join(" ")));
     }

@@ -416,10 +416,13 @@ fn query_of(r: pb::QueryRequest) -> Result<Query, tonic::Status> {
     })
 }
 
-/// A server stream of what arrives on `rx`, ending when its senders are gone.
-fn receiver_stream<T: Send + 'static>(
-    rx: tokio::sync::mpsc::Receiver<Result<T, tonic::Status>>,
+/// A server stream of what `produce` sends from a blocking thread (writing ads out is CPU
+/// work), at most two messages ahead of the client; it ends when `produce` returns.
+fn blocking_stream<T: Send + 'static>(
+    produce: impl FnOnce(tokio::sync::mpsc::Sender<Result<T, tonic::Status>>) + Send + 'static,
 ) -> std::pin::Pin<Box<dyn futures::Stream<Item = Result<T, tonic::Status>> + Send>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    tokio::task::spawn_blocking(move || produce(tx));
     Box::pin(futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     }))
@@ -619,8 +622,7 @@ impl collector_server::Collector for CollectorService {
             t.try_query(&q, super::table::QUERY_EVAL_BUDGET)
         })
         .await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(2);
-        tokio::task::spawn_blocking(move || {
+        let out = blocking_stream(move |tx| {
             for chunk in ads.chunks(QUERY_CHUNK) {
                 let reply = pb::QueryReply {
                     ads: chunk.iter().map(|a| a.to_old_syntax()).collect(),
@@ -630,7 +632,7 @@ impl collector_server::Collector for CollectorService {
                 }
             }
         });
-        Ok(tonic::Response::new(receiver_stream(rx)))
+        Ok(tonic::Response::new(out))
     }
 
     type QueryTextStream = std::pin::Pin<
@@ -653,8 +655,7 @@ impl collector_server::Collector for CollectorService {
             t.try_query_shown(&q, super::table::QUERY_EVAL_BUDGET)
         })
         .await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(2);
-        tokio::task::spawn_blocking(move || {
+        let out = blocking_stream(move |tx| {
             let sent = render_chunks(&ads, &format, render_threads(), |text| {
                 let chunk = pb::QueryTextChunk {
                     text: text.into_bytes(),
@@ -666,7 +667,7 @@ impl collector_server::Collector for CollectorService {
                 let _ = tx.blocking_send(Err(tonic::Status::internal(e)));
             }
         });
-        Ok(tonic::Response::new(receiver_stream(rx)))
+        Ok(tonic::Response::new(out))
     }
 
     async fn query(
