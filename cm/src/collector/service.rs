@@ -652,7 +652,7 @@ impl collector_server::Collector for CollectorService {
         // rendering them is CPU work on blocking threads, after the lock is released, a wave
         // of chunks over the cores at a time, as the client takes them.
         let ads = read_table(&self.table, &r_constraint, move |t| {
-            t.try_query_shown(&q, super::table::QUERY_EVAL_BUDGET)
+            t.try_query_shown(&q, super::table::QUERY_EVAL_BUDGET, render_threads())
         })
         .await?;
         let out = blocking_stream(move |tx| {

@@ -70,7 +70,7 @@ fn af_as_cmctl_printed(ads: &[String], attrs: &[String]) -> String {
 
 fn rendered(t: &AdTable, q: &Query, format: &TextFormat) -> String {
     let mut out = String::new();
-    for s in t.try_query_shown(q, u64::MAX).unwrap() {
+    for s in t.try_query_shown(q, u64::MAX, 1).unwrap() {
         render_ad(&mut out, &s, format);
     }
     out
@@ -142,6 +142,31 @@ fn a_constraint_selects_the_ads_rendered_in_the_table_s_order() {
 }
 
 #[test]
+fn a_constraint_over_a_large_pool_matches_alike_on_several_threads() {
+    let t = table(5000);
+    let q = Query {
+        constraint: Some(classad::parse_expr("State == \"Claimed\" && Cpus > 1").unwrap()),
+        ..Query::default()
+    };
+    let names = |threads| -> Vec<String> {
+        let shown = t.try_query_shown(&q, u64::MAX, threads).unwrap();
+        shown
+            .iter()
+            .map(|s| s.ad.eval_attr("Name").to_string())
+            .collect()
+    };
+    let one = names(1);
+    assert_eq!(one.len(), 1250);
+    for threads in [2, 3, 8] {
+        assert_eq!(names(threads), one, "{threads} threads");
+    }
+    // Over its budget the query is refused, in parallel as alone.
+    for threads in [1, 2] {
+        assert!(t.try_query_shown(&q, 1000, threads).is_err(), "{threads}");
+    }
+}
+
+#[test]
 fn private_attributes_are_never_rendered() {
     let t = table(3);
     let attrs: Vec<String> = ["ClaimId", "Capability", "Name"].map(String::from).to_vec();
@@ -165,7 +190,7 @@ fn private_attributes_are_never_rendered() {
 #[test]
 fn chunks_are_whole_ads_in_order_whatever_the_threads() {
     let t = table(1203);
-    let ads = t.try_query_shown(&Query::default(), u64::MAX).unwrap();
+    let ads = t.try_query_shown(&Query::default(), u64::MAX, 1).unwrap();
     let format = TextFormat::Long;
     let whole = rendered(&t, &Query::default(), &format);
     for threads in [1, 2, 3] {
