@@ -1,8 +1,10 @@
 //! `cmctl status`: `condor_status` against any CM's collector (`Collector.Query`).
-//! `-total` is counted on the CM (`Collector.Totals`), and `-long` and `-af` print the ads as
-//! `Collector.QueryStream` sends them in chunks; with a CM that has neither, both fall back
-//! to `Query` (HTCondor's condor_status, src/condor_status.V6, fetches the ads and counts on
-//! the client).
+//! `-total` is counted on the CM (`Collector.Totals`), and `-long` and `-af` are rendered on
+//! the CM (`Collector.QueryText`, the text [`aerie_core::print`] writes, which this module
+//! prints alike from ads) and written out as the chunks arrive. A CM without `QueryText` is
+//! asked for `Collector.QueryStream`'s chunks of ads, and one without that for `Query`
+//! (HTCondor's condor_status, src/condor_status.V6, fetches the ads, projected to the
+//! attributes it prints, and formats and counts on the client).
 //!
 //! Takes condor_status's single-dash options: the default slot table (Name, OpSys, Arch,
 //! State, Activity, LoadAv, Mem, ActvtyTime, then the totals by Arch/OpSys), `-long`,
@@ -131,42 +133,7 @@ fn text(ad: &ClassAd, attr: &str) -> String {
     value_text(ad.eval_attr(attr))
 }
 
-/// A value as condor_status prints it in tables and `-af`: strings unquoted, reals short.
-fn value_text(v: Value) -> String {
-    match v {
-        Value::Str(s) => s.to_string(),
-        Value::Undefined => "undefined".into(),
-        Value::Real(r) => real(r),
-        other => other.to_string(),
-    }
-}
-
-/// A real as condor_status prints it in `-af` and `-json`: shortest form with at least one
-/// decimal (`1.0`, `0.1`, `123456.789`), exponent form for large and tiny values (`1E+20`).
-pub fn real(r: f64) -> String {
-    if !r.is_finite() {
-        return if r.is_nan() {
-            "real(\"NaN\")".into()
-        } else if r > 0.0 {
-            "real(\"INF\")".into()
-        } else {
-            "real(\"-INF\")".into()
-        };
-    }
-    let a = r.abs();
-    if a != 0.0 && !(1e-5..1e15).contains(&a) {
-        let e = format!("{r:E}");
-        return match e.split_once('E') {
-            Some((m, x)) if !x.starts_with('-') => format!("{m}E+{x}"),
-            _ => e,
-        };
-    }
-    if r.fract() == 0.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r}")
-    }
-}
+pub use aerie_core::print::{real, value_text};
 
 /// `d+hh:mm:ss`, as condor_status prints durations.
 pub fn duration(secs: i64) -> String {
@@ -470,28 +437,17 @@ pub fn column_table(ads: &[ClassAd], cols: &[&str]) -> String {
 pub fn autoformat(ads: &[ClassAd], attrs: &[String]) -> String {
     let mut out = String::new();
     for a in ads {
-        let vals: Vec<String> = attrs.iter().map(|n| text(a, n)).collect();
-        out.push_str(&vals.join(" "));
-        out.push('\n');
+        aerie_core::print::autoformat_line(&mut out, a, attrs);
     }
     out
 }
 
-/// `-long`: each ad in old syntax, a blank line after each.
 /// `-long`: each ad's attributes sorted by name (case-insensitively), a blank line after
 /// each ad.
 pub fn long(ads: &[ClassAd]) -> String {
     let mut out = String::new();
     for a in ads {
-        let mut lines: Vec<&str> = Vec::new();
-        let text = a.to_old_syntax();
-        lines.extend(text.lines());
-        lines.sort_by_key(|l| l.split(" = ").next().unwrap_or("").to_ascii_lowercase());
-        for l in lines {
-            out.push_str(l);
-            out.push('\n');
-        }
-        out.push('\n');
+        aerie_core::print::long_ad(&mut out, a.iter());
     }
     out
 }
@@ -648,12 +604,62 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         absent: p.absent || p.offline,
         limit: 0,
     };
-    if matches!(p.format, Format::Long | Format::Autoformat(_)) && stream(&mut client, &req, &p)? {
-        return Ok(0);
+    if let Some(format) = text_format(&p.format) {
+        if query_text(&mut client, &req, format)? || stream(&mut client, &req, &p)? {
+            return Ok(0);
+        }
     }
     let ads = fetch(&mut client, req)?;
     print!("{}", render(&p, &ads));
     Ok(0)
+}
+
+/// The text `Collector.QueryText` renders for `format` on the CM, if any.
+fn text_format(format: &Format) -> Option<pb::QueryFormat> {
+    match format {
+        Format::Long => Some(pb::QueryFormat::Long),
+        Format::Autoformat(_) => Some(pb::QueryFormat::Autoformat),
+        _ => None,
+    }
+}
+
+/// `-long` and `-af` as the CM renders them (`Collector.QueryText`): the chunks of text are
+/// written to standard output as they arrive, through one lock and without parsing an ad.
+/// False from a CM too old to render (nothing printed: the caller asks `QueryStream`). As
+/// with [`stream`], a stream that breaks after the first chunk is a final error.
+fn query_text(
+    client: &mut crate::client::Client,
+    req: &pb::QueryRequest,
+    format: pb::QueryFormat,
+) -> anyhow::Result<bool> {
+    use std::io::Write;
+    let (rendered, _) = client.collector("query", |mut c| {
+        let req = pb::QueryTextRequest {
+            query: Some(req.clone()),
+            format: format.into(),
+        };
+        async move {
+            let mut s = match c.query_text(req).await {
+                Ok(r) => r.into_inner(),
+                Err(st) if st.code() == tonic::Code::Unimplemented => return Ok(false),
+                Err(st) => return Err(st),
+            };
+            let mut out = std::io::stdout().lock();
+            let mut n = 0usize;
+            let broke = |n: usize, what: String| {
+                tonic::Status::internal(format!("after {n} bytes of the answer: {what}"))
+            };
+            while let Some(chunk) = s.message().await.map_err(|e| broke(n, e.to_string()))? {
+                out.write_all(&chunk.text)
+                    .map_err(|e| broke(n, format!("writing standard output: {e}")))?;
+                n += chunk.text.len();
+            }
+            out.flush()
+                .map_err(|e| broke(n, format!("writing standard output: {e}")))?;
+            Ok(true)
+        }
+    })?;
+    Ok(rendered)
 }
 
 /// `-long` and `-af` print the ads in the CM's order, so they print each chunk of

@@ -5,6 +5,8 @@
 //! * [`negotiator`]: one negotiation cycle as a pure function of the slots, the jobs, the
 //!   ledger, the configuration and the time (HTCondor's `Matchmaker::negotiationTime`);
 //! * [`state`]: the replicated pool state and the commands that change it;
+//! * [`print`]: condor_status's `-long` and `-af` text for one ad, which the collector renders
+//!   and `cmctl` prints alike;
 //! * [`admin`]: the typed queries that read it and the error kinds of the admin API, so the
 //!   daemon, `cmctl` and the tests speak one typed protocol.
 //!
@@ -14,4 +16,5 @@
 pub mod accountant;
 pub mod admin;
 pub mod negotiator;
+pub mod print;
 pub mod state;

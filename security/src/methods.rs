@@ -71,6 +71,7 @@ pub const METHODS: &[Method] = &[
     m("/aerie.collector.Collector/Query", Level(Read)),
     m("/aerie.collector.Collector/Totals", Level(Read)),
     m("/aerie.collector.Collector/QueryStream", Level(Read)),
+    m("/aerie.collector.Collector/QueryText", Level(Read)),
     // The negotiator's calls on access points.
     m(
         "/aerie.negotiation.AccessPoint/GetRequests",

@@ -1,13 +1,16 @@
 //! The collector of a real `aerie-cm` process: slot ads advertised over gRPC come back from
 //! queries (constraint, projection, limit), bad ads are refused one by one with a reason,
 //! identical updates are recognised, invalidation removes an ad, and an ad's own
-//! `ClassAdLifetime` makes it expire through the daemon's sweep.
+//! `ClassAdLifetime` makes it expire through the daemon's sweep. `cmctl status -long`, `-af`
+//! and a constraint print the text the CM renders (`Collector.QueryText`) exactly as they
+//! printed the ads of `Query`, and no private attribute.
 use aerie_proto::collector::{self as pb, collector_client::CollectorClient};
 use aerie_tests::*;
 use std::time::Duration;
 use tonic::transport::Channel;
 
 const BIN: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
+const CMCTL: &str = env!("CARGO_BIN_EXE_aerie-cmctl");
 
 async fn client(addr: &str) -> CollectorClient<Channel> {
     collector_client(addr)
@@ -225,4 +228,109 @@ async fn advertise_stream_answers_each_batch_in_order_and_survives_bad_ads() {
     }
     assert_eq!(got, vec![(10, 0), (0, 1), (10, 0)]);
     assert_eq!(query(&mut cl, "Machine", "", &[]).await.len(), 15);
+}
+
+/// What `cmctl status -long` printed from `Query`'s ads before the CM rendered the text: each
+/// ad parsed, its old-syntax lines sorted by name (case-insensitively), a blank line after.
+fn long_from_ads(ads: &[String]) -> String {
+    let mut out = String::new();
+    for text in ads {
+        let ad = classad::parse_old_ads(text).expect("ad parses").remove(0);
+        let again = ad.to_old_syntax();
+        let mut lines: Vec<&str> = again.lines().collect();
+        lines.sort_by_key(|l| l.split(" = ").next().unwrap_or("").to_ascii_lowercase());
+        lines
+            .into_iter()
+            .for_each(|l| out.push_str(&format!("{l}\n")));
+        out.push('\n');
+    }
+    out
+}
+
+/// What `cmctl status -af ATTRS` printed from `Query`'s projected ads.
+fn af_from_ads(ads: &[String], attrs: &[&str]) -> String {
+    let mut out = String::new();
+    for text in ads {
+        let ad = classad::parse_old_ads(text)
+            .expect("ad parses")
+            .pop()
+            .unwrap_or_default();
+        let vals: Vec<String> = attrs
+            .iter()
+            .map(|n| aerie_core::print::value_text(ad.eval_attr(n)))
+            .collect();
+        out.push_str(&format!("{}\n", vals.join(" ")));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmctl_status_prints_the_cm_s_text_as_it_printed_the_ads() {
+    const SECRET: &str = "cl41m-1d-s3cr3t";
+    let c = Cluster::start(daemon_bin(BIN), 1, &[]).expect("start cluster");
+    wait_leader(&c.running(), Duration::from_secs(20))
+        .await
+        .expect("leader");
+    let addr = c.addr(1);
+    let mut cl = client(&addr).await;
+    let extra = format!(
+        "LoadAvg = 0.25\nRequirements = START && Cpus > 0\nStart = true\n\
+         ClaimId = \"<10.0.0.1:9618>#{SECRET}\"\nCapability = \"{SECRET}\"\n"
+    );
+    let ads: Vec<pb::Ad> = (0..30).map(|i| slot(i, &extra)).collect();
+    let s = cl
+        .advertise(pb::AdBatch { ads })
+        .await
+        .expect("advertise")
+        .into_inner();
+    assert_eq!(s.accepted, 30, "{s:?}");
+    let cms = [addr.clone()];
+    let claimed = "State == \"Claimed\"";
+    let cases: [(&[&str], &str, &[&str]); 4] = [
+        (&["-long"], "", &[]),
+        (&["-af", "Name"], "", &["Name"]),
+        (
+            &[
+                "-af",
+                "Name",
+                "State",
+                "LoadAvg",
+                "Requirements",
+                "ClaimId",
+                "LastHeardFrom",
+            ],
+            "",
+            &[
+                "Name",
+                "State",
+                "LoadAvg",
+                "Requirements",
+                "ClaimId",
+                "LastHeardFrom",
+            ],
+        ),
+        (&["-af", "Name", "-constraint", claimed], claimed, &["Name"]),
+    ];
+    for (args, constraint, attrs) in cases {
+        let mut line = vec!["status"];
+        line.extend(args);
+        let (code, out, err) = run_cmctl(CMCTL, &cms, &line, None);
+        assert_eq!(code, 0, "cmctl {line:?}: {err}");
+        let ads = query(&mut cl, "Machine", constraint, attrs).await;
+        let want = if attrs.is_empty() {
+            long_from_ads(&ads)
+        } else {
+            af_from_ads(&ads, attrs)
+        };
+        assert_eq!(out, want, "cmctl {line:?}");
+        assert!(
+            !out.contains(SECRET),
+            "cmctl {line:?} shows a private attribute:\n{out}"
+        );
+        let lines = out
+            .lines()
+            .filter(|l| l.starts_with("Name = ") || !args[0].ends_with("long"));
+        let n = if constraint.is_empty() { 30 } else { 15 };
+        assert_eq!(lines.count(), n, "cmctl {line:?}:\n{out}");
+    }
 }

@@ -7,7 +7,9 @@
 use aerie_core::accountant::{AccountantCommand, Usage};
 use aerie_core::state::{Command, Request};
 use aerie_proto::admin::{self as pb, admin_client::AdminClient};
-use aerie_proto::collector::{collector_client::CollectorClient, DigestRequest, QueryRequest};
+use aerie_proto::collector::{
+    collector_client::CollectorClient, DigestRequest, QueryFormat, QueryRequest, QueryTextRequest,
+};
 use aerie_security::{Role, Transport};
 use aerie_tests::*;
 use std::path::Path;
@@ -189,7 +191,8 @@ async fn cmctl_without_credentials_says_how_to_get_them() {
 }
 
 /// The private attributes of a slot ad (its claim capability) never leave the CMs through any
-/// query path: collector queries (plain, projected, constrained, streamed, -absent), the
+/// query path: collector queries (plain, projected, constrained, streamed, rendered as text,
+/// -absent), the
 /// replicated absent ads and the whole state over the admin API, `cmctl status -long`, and
 /// the CMs' logs. Only CM peers see them (relay and digest), which the refusals above cover.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,6 +275,42 @@ async fn private_attributes_leave_the_cms_by_no_query_path() {
                 text.push_str(&chunk.ads.join("\n"));
             }
             seen.push((format!("QueryStream {ad_type} {q:?}"), text));
+        }
+    }
+    // The text the CMs render for cmctl (-long, and -af naming the private attributes).
+    let private = [
+        "ClaimId",
+        "Capability",
+        "_condor_privSecret",
+        "TransferKey",
+        "Name",
+    ];
+    for (format, projection) in [
+        (QueryFormat::Long, vec![]),
+        (QueryFormat::Autoformat, private.map(String::from).to_vec()),
+    ] {
+        for absent in [false, true] {
+            let q = QueryTextRequest {
+                query: Some(QueryRequest {
+                    ad_type: "Any".into(),
+                    projection: projection.clone(),
+                    absent,
+                    ..Default::default()
+                }),
+                format: format.into(),
+            };
+            let mut s = admin()
+                .query_text(q.clone())
+                .await
+                .expect("text")
+                .into_inner();
+            let mut text = Vec::new();
+            while let Some(chunk) = s.message().await.expect("chunk") {
+                text.extend(chunk.text);
+            }
+            let text = String::from_utf8_lossy(&text).into_owned();
+            assert!(text.contains("slot1@"), "QueryText {q:?}: {text}");
+            seen.push((format!("QueryText {q:?}"), text));
         }
     }
     let ads = query(&addr, aerie_core::admin::AdsQuery, true)

@@ -5,6 +5,7 @@
 //! table itself stays deterministic.
 use super::binding::Sender;
 use super::relay::{self, Relay};
+use super::text::{render_chunks, render_threads, TextFormat};
 use super::{address_host, AdTable, AdType, Query, RelayItem, Update};
 use aerie_proto::collector::{self as pb, collector_server};
 use aerie_security::rate::Limiter;
@@ -403,6 +404,69 @@ fn parse_constraint(text: &str) -> Result<Option<classad::Expr>, tonic::Status> 
     })
 }
 
+/// The table's query for a request (its constraint parsed).
+#[allow(clippy::result_large_err)]
+fn query_of(r: pb::QueryRequest) -> Result<Query, tonic::Status> {
+    Ok(Query {
+        ad_type: requested_type(&r.ad_type),
+        constraint: parse_constraint(&r.constraint)?,
+        projection: r.projection,
+        absent: r.absent,
+        limit: r.limit as usize,
+    })
+}
+
+/// A server stream of what `produce` sends from a blocking thread (writing ads out is CPU
+/// work), at most two messages ahead of the client; it ends when `produce` returns.
+fn blocking_stream<T: Send + 'static>(
+    produce: impl FnOnce(tokio::sync::mpsc::Sender<Result<T, tonic::Status>>) + Send + 'static,
+) -> std::pin::Pin<Box<dyn futures::Stream<Item = Result<T, tonic::Status>> + Send>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    tokio::task::spawn_blocking(move || produce(tx));
+    Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }))
+}
+
+/// What a `QueryText` request asks to render; refused without a format, or `-af` without
+/// attributes.
+#[allow(clippy::result_large_err)]
+fn text_format(r: &pb::QueryTextRequest) -> Result<TextFormat, tonic::Status> {
+    let projection = r
+        .query
+        .as_ref()
+        .map(|q| q.projection.clone())
+        .unwrap_or_default();
+    match pb::QueryFormat::try_from(r.format) {
+        Ok(pb::QueryFormat::Long) => Ok(TextFormat::Long),
+        Ok(pb::QueryFormat::Autoformat) if !projection.is_empty() => {
+            Ok(TextFormat::Autoformat(projection))
+        }
+        Ok(pb::QueryFormat::Autoformat) => Err(tonic::Status::invalid_argument(
+            "QueryText: the autoformat (-af) text needs the attributes in query.projection",
+        )),
+        _ => Err(tonic::Status::invalid_argument(format!(
+            "QueryText: format {} is not one this CM renders (LONG or AUTOFORMAT)",
+            r.format
+        ))),
+    }
+}
+
+/// `f` over the table under its read lock, on a blocking thread (evaluating a constraint over
+/// the pool is CPU work that must not hold an async worker, issue 13.7); a constraint that
+/// cost more than the query budget is refused, naming it.
+async fn read_table<T: Send + 'static>(
+    table: &SharedTable,
+    constraint: &str,
+    f: impl FnOnce(&AdTable) -> Result<T, classad::EvalLimit> + Send + 'static,
+) -> Result<T, tonic::Status> {
+    let table = table.clone();
+    tokio::task::spawn_blocking(move || f(&table.read().unwrap_or_else(|p| p.into_inner())))
+        .await
+        .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
+        .map_err(|e| too_expensive(constraint, e))
+}
+
 /// The refusal of a constraint that cost more than the query budget.
 fn too_expensive(constraint: &str, e: classad::EvalLimit) -> tonic::Status {
     tonic::Status::invalid_argument(format!(
@@ -550,28 +614,15 @@ impl collector_server::Collector for CollectorService {
     ) -> Result<tonic::Response<Self::QueryStreamStream>, tonic::Status> {
         let r = request.into_inner();
         let r_constraint = r.constraint.clone();
-        let q = Query {
-            ad_type: requested_type(&r.ad_type),
-            constraint: parse_constraint(&r.constraint)?,
-            projection: r.projection,
-            absent: r.absent,
-            limit: r.limit as usize,
-        };
+        let q = query_of(r)?;
         // The matching ads are taken under the read lock (they share their attributes with
         // the table, so this copies little); writing them out as text happens after the lock
         // is released, one chunk at a time, as the client takes them.
-        let table = self.table.clone();
-        let ads = tokio::task::spawn_blocking(move || {
-            table
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .try_query(&q, super::table::QUERY_EVAL_BUDGET)
+        let ads = read_table(&self.table, &r_constraint, move |t| {
+            t.try_query(&q, super::table::QUERY_EVAL_BUDGET)
         })
-        .await
-        .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
-        .map_err(|e| too_expensive(&r_constraint, e))?;
-        let (tx, rx) = tokio::sync::mpsc::channel(2);
-        tokio::task::spawn_blocking(move || {
+        .await?;
+        let out = blocking_stream(move |tx| {
             for chunk in ads.chunks(QUERY_CHUNK) {
                 let reply = pb::QueryReply {
                     ads: chunk.iter().map(|a| a.to_old_syntax()).collect(),
@@ -581,10 +632,42 @@ impl collector_server::Collector for CollectorService {
                 }
             }
         });
-        let out = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|item| (item, rx))
+        Ok(tonic::Response::new(out))
+    }
+
+    type QueryTextStream = std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<pb::QueryTextChunk, tonic::Status>> + Send>,
+    >;
+
+    async fn query_text(
+        &self,
+        request: tonic::Request<pb::QueryTextRequest>,
+    ) -> Result<tonic::Response<Self::QueryTextStream>, tonic::Status> {
+        let r = request.into_inner();
+        let format = text_format(&r)?;
+        let query = r.query.unwrap_or_default();
+        let r_constraint = query.constraint.clone();
+        let q = query_of(query)?;
+        // Under the read lock only the matching ads are taken (a reference count each);
+        // rendering them is CPU work on blocking threads, after the lock is released, a wave
+        // of chunks over the cores at a time, as the client takes them.
+        let ads = read_table(&self.table, &r_constraint, move |t| {
+            t.try_query_shown(&q, super::table::QUERY_EVAL_BUDGET, render_threads())
+        })
+        .await?;
+        let out = blocking_stream(move |tx| {
+            let sent = render_chunks(&ads, &format, render_threads(), |text| {
+                let chunk = pb::QueryTextChunk {
+                    text: text.into_bytes(),
+                };
+                tx.blocking_send(Ok(chunk)).is_ok() // false: the client went away
+            });
+            if let Err(e) = sent {
+                tracing::error!(error = %e, "QueryText");
+                let _ = tx.blocking_send(Err(tonic::Status::internal(e)));
+            }
         });
-        Ok(tonic::Response::new(Box::pin(out)))
+        Ok(tonic::Response::new(out))
     }
 
     async fn query(
@@ -592,28 +675,15 @@ impl collector_server::Collector for CollectorService {
         request: tonic::Request<pb::QueryRequest>,
     ) -> Result<tonic::Response<pb::QueryReply>, tonic::Status> {
         let r = request.into_inner();
-        let constraint = parse_constraint(&r.constraint)?;
         let r_constraint = r.constraint.clone();
-        let q = Query {
-            ad_type: requested_type(&r.ad_type),
-            constraint,
-            projection: r.projection,
-            absent: r.absent,
-            limit: r.limit as usize,
-        };
+        let q = query_of(r)?;
         // Evaluating constraints over the pool and printing the ads is CPU work: on a blocking
         // thread, so a large query does not hold an async worker (issue 13.7).
-        let table = self.table.clone();
-        let ads = tokio::task::spawn_blocking(move || {
-            let ads = table
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .try_query(&q, super::table::QUERY_EVAL_BUDGET)?;
-            Ok::<_, classad::EvalLimit>(ads.iter().map(|a| a.to_old_syntax()).collect())
+        let ads = read_table(&self.table, &r_constraint, move |t| {
+            let ads = t.try_query(&q, super::table::QUERY_EVAL_BUDGET)?;
+            Ok(ads.iter().map(|a| a.to_old_syntax()).collect())
         })
-        .await
-        .map_err(|e| tonic::Status::internal(format!("the query failed: {e}")))?
-        .map_err(|e| too_expensive(&r_constraint, e))?;
+        .await?;
         Ok(tonic::Response::new(pb::QueryReply { ads }))
     }
 
@@ -631,19 +701,11 @@ impl collector_server::Collector for CollectorService {
         };
         // Counting evaluates attributes over the whole pool: on a blocking thread, under the
         // read lock, as a query is.
-        let table = self.table.clone();
         let (group_by, sum) = (r.group_by, r.sum);
-        let rows = tokio::task::spawn_blocking(move || {
-            table.read().unwrap_or_else(|p| p.into_inner()).totals(
-                &q,
-                &group_by,
-                &sum,
-                super::table::QUERY_EVAL_BUDGET,
-            )
+        let rows = read_table(&self.table, &r.constraint, move |t| {
+            t.totals(&q, &group_by, &sum, super::table::QUERY_EVAL_BUDGET)
         })
-        .await
-        .map_err(|e| tonic::Status::internal(format!("the totals query failed: {e}")))?
-        .map_err(|e| too_expensive(&r.constraint, e))?;
+        .await?;
         Ok(tonic::Response::new(pb::TotalsReply {
             rows: rows.into_iter().map(totals_row).collect(),
         }))

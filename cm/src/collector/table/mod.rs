@@ -215,6 +215,16 @@ pub struct Query {
     pub limit: usize,
 }
 
+/// A matching ad as a query shows it: the public part only (private attributes are split off
+/// on the way in and never reach this), and the `LastHeardFrom` the collector adds.
+#[derive(Clone, Debug)]
+pub struct Shown {
+    /// The stored public ad, shared with the table (not a copy).
+    pub ad: ClassAd,
+    /// When this CM last heard of the ad (Unix seconds), shown as `LastHeardFrom`.
+    pub last_heard_from: i64,
+}
+
 /// One stored ad: its public and private parts and the bookkeeping the rules need.
 #[derive(Clone, Debug)]
 struct Entry {
@@ -711,6 +721,60 @@ impl AdTable {
             .map_err(|(_, e)| e)
     }
 
+    /// The public ads matching `q` (its projection ignored), each with its `LastHeardFrom`,
+    /// in key order, for a caller that renders them after the read lock is released
+    /// ([`crate::collector::text`]): taking an ad costs one reference count, not a copy.
+    /// A constraint over a large pool is evaluated on `threads` threads, each over its own
+    /// slice of the ads in order and with its share of `budget` (refused as
+    /// [`AdTable::try_query`] is once a slice has cost more than its share).
+    pub fn try_query_shown(
+        &self,
+        q: &Query,
+        budget: u64,
+        threads: usize,
+    ) -> Result<Vec<Shown>, classad::EvalLimit> {
+        /// Below this many ads a constraint is evaluated on the caller's thread.
+        const PARALLEL_FROM: usize = 4096;
+        let shown = |e: &Entry| Shown {
+            ad: e.ad.clone(),
+            last_heard_from: e.updated(),
+        };
+        let entries: Vec<(&AdKey, &Entry)> = self.of_type(q).collect();
+        if threads <= 1 || q.limit > 0 || q.constraint.is_none() || entries.len() < PARALLEL_FROM {
+            let mut out = Vec::new();
+            scan_entries(entries.into_iter(), q, budget, false, |_, e, _| {
+                out.push(shown(e));
+                !(q.limit > 0 && out.len() >= q.limit)
+            })?;
+            return Ok(out);
+        }
+        let share = budget / threads as u64;
+        let parts: Vec<Result<Vec<Shown>, classad::EvalLimit>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = entries
+                .chunks(entries.len().div_ceil(threads))
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut out = Vec::new();
+                        scan_entries(part.iter().copied(), q, share, false, |_, e, _| {
+                            out.push(shown(e));
+                            true
+                        })?;
+                        Ok(out)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(parts.iter().flatten().map(Vec::len).sum());
+        for p in parts {
+            out.extend(p.map_err(|_| classad::EvalLimit { steps: budget })?);
+        }
+        Ok(out)
+    }
+
     #[allow(clippy::type_complexity)]
     fn query_within(
         &self,
@@ -750,21 +814,17 @@ impl AdTable {
         q: &Query,
         budget: u64,
         stamp_always: bool,
-        mut f: impl FnMut(&AdKey, &Entry, Option<ClassAd>) -> bool,
+        f: impl FnMut(&AdKey, &Entry, Option<ClassAd>) -> bool,
     ) -> Result<(), classad::EvalLimit> {
-        let mut left = budget;
-        let refs = q.constraint.as_ref().map(|c| c.references());
-        let want_absent = q.absent
-            || refs
-                .as_ref()
-                .is_some_and(|r| r.internal.contains("absent") || r.internal.contains("offline"));
-        // Stamping LastHeardFrom copies the ad, so do it before evaluating only when the
-        // constraint needs it.
-        let stamp_first = stamp_always
-            || refs
-                .as_ref()
-                .is_some_and(|r| r.internal.contains("lastheardfrom"));
-        let iter: Box<dyn Iterator<Item = (&AdKey, &Entry)>> = match &q.ad_type {
+        scan_entries(self.of_type(q), q, budget, stamp_always, f)
+    }
+
+    /// The ads of `q`'s type (every ad without one), in key order.
+    fn of_type<'a>(
+        &'a self,
+        q: &'a Query,
+    ) -> Box<dyn Iterator<Item = (&'a AdKey, &'a Entry)> + 'a> {
+        match &q.ad_type {
             Some(t) => Box::new(
                 self.ads
                     .range(AdKey::new(t.clone(), "", "")..)
@@ -772,30 +832,7 @@ impl AdTable {
                     .map(|(k, e)| (&**k, e)),
             ),
             None => Box::new(self.ads.iter().map(|(k, e)| (&**k, e))),
-        };
-        for (key, e) in iter {
-            if e.absent_since.is_some() && !want_absent {
-                continue;
-            }
-            let stamped = stamp_first.then(|| stamp(e));
-            if let Some(c) = &q.constraint {
-                match stamped
-                    .as_ref()
-                    .unwrap_or(&e.ad)
-                    .eval_expr_budget(c, None, &mut left)
-                {
-                    Ok(v) if v.is_true() => {}
-                    Ok(_) => continue,
-                    Err(_) if left == 0 => return Err(classad::EvalLimit { steps: budget }),
-                    // Too expensive for this ad alone: it does not match.
-                    Err(_) => continue,
-                }
-            }
-            if !f(key, e, stamped) {
-                break;
-            }
         }
-        Ok(())
     }
 
     /// The absent and offline ads held, for the Raft layer to commit.
@@ -1068,3 +1105,49 @@ mod sync_tests;
 
 #[cfg(test)]
 mod totals_tests;
+
+/// [`AdTable::scan`] over `entries`: calls `f` with every ad matching `q`'s constraint
+/// (absent ads only when asked for or mentioned), in their order, until `f` returns false.
+fn scan_entries<'a>(
+    entries: impl Iterator<Item = (&'a AdKey, &'a Entry)>,
+    q: &Query,
+    budget: u64,
+    stamp_always: bool,
+    mut f: impl FnMut(&AdKey, &Entry, Option<ClassAd>) -> bool,
+) -> Result<(), classad::EvalLimit> {
+    let mut left = budget;
+    let refs = q.constraint.as_ref().map(|c| c.references());
+    let want_absent = q.absent
+        || refs
+            .as_ref()
+            .is_some_and(|r| r.internal.contains("absent") || r.internal.contains("offline"));
+    // Stamping LastHeardFrom copies the ad, so do it before evaluating only when the
+    // constraint needs it.
+    let stamp_first = stamp_always
+        || refs
+            .as_ref()
+            .is_some_and(|r| r.internal.contains("lastheardfrom"));
+    for (key, e) in entries {
+        if e.absent_since.is_some() && !want_absent {
+            continue;
+        }
+        let stamped = stamp_first.then(|| stamp(e));
+        if let Some(c) = &q.constraint {
+            match stamped
+                .as_ref()
+                .unwrap_or(&e.ad)
+                .eval_expr_budget(c, None, &mut left)
+            {
+                Ok(v) if v.is_true() => {}
+                Ok(_) => continue,
+                Err(_) if left == 0 => return Err(classad::EvalLimit { steps: budget }),
+                // Too expensive for this ad alone: it does not match.
+                Err(_) => continue,
+            }
+        }
+        if !f(key, e, stamped) {
+            break;
+        }
+    }
+    Ok(())
+}
