@@ -27,8 +27,11 @@
 //! Why a bounded time and not "until the collector has the new ad": the node does not learn
 //! when a snapshot was taken, and a deadline it keeps itself is pure and checkable. The
 //! length is HTCondor's `MATCH_TIMEOUT` default (120 s), the time its startd holds a match
-//! for the schedd to claim: longer than a cycle's delivery and than the node's ad update
-//! interval, short enough that an old capability is useless soon after.
+//! for the schedd to claim: far longer than a cycle's delivery and than the moment it takes
+//! the node to stream the changed ad to its collectors (`node/src/advertise.rs` sends a change
+//! within about 100 ms), short enough that an old capability is useless soon after. A grant
+//! made from a snapshot older than that is refused as `bad claim id`, and its job is matched
+//! again in a later cycle.
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
