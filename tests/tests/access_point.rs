@@ -9,6 +9,7 @@ use aerie_node::schedd::run::start;
 use aerie_proto::collector as cpb;
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
+use aerie_security::grant::{GrantError, Presented, SignedGrant};
 use aerie_tests::{collector_client, daemon_bin, eventually, wait_leader, Cluster};
 use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,17 @@ impl pb::startd_server::Startd for Node {
         r: tonic::Request<pb::ClaimRequest>,
     ) -> Result<tonic::Response<pb::ClaimReply>, tonic::Status> {
         let r = r.into_inner();
+        if let Err(e) = check_grant(&r) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("refused {}: {e}", r.job));
+            return Ok(tonic::Response::new(pb::ClaimReply {
+                ok: false,
+                error: e,
+                ..Default::default()
+            }));
+        }
         self.0.lock().unwrap().push(format!("claim {}", r.job));
         Ok(tonic::Response::new(pb::ClaimReply {
             ok: true,
@@ -128,6 +140,47 @@ impl ex::execute_server::Execute for Node {
         _: tonic::Request<ex::CancelDrainRequest>,
     ) -> Result<tonic::Response<ex::CancelDrainReply>, tonic::Status> {
         Err(tonic::Status::unimplemented("cancel drain"))
+    }
+}
+
+/// What a real execute node with credentials checks of the leader's grant the access point
+/// forwarded (`aerie_security::grant`): the leader signed it, for this slot, capability and
+/// term. The same grant with its signed term raised must then be refused.
+fn check_grant(r: &pb::ClaimRequest) -> Result<(), String> {
+    let Some(v) = aerie_security::transport::transport().grant_verifier() else {
+        return Ok(()); // AERIE_INSECURE: the leader signs nothing
+    };
+    let v = v.map_err(|e| e.to_string())?;
+    let sg = r.signed.clone().ok_or("unsigned grant")?;
+    let grant = SignedGrant {
+        payload: sg.payload,
+        signature: sg.signature,
+        leader_cert: sg.leader_cert,
+    };
+    let now = aerie_security::transport::now_unix();
+    let presented = Presented {
+        slot: &r.slot,
+        claim_id: &r.claim_id,
+        term: r.term,
+    };
+    let claims = v
+        .verify(&grant, presented, now)
+        .map_err(|e| e.to_string())?;
+    let mut tampered = grant.clone();
+    let raised = claims.term + 1;
+    tampered.payload = String::from_utf8_lossy(&grant.payload)
+        .replace(
+            &format!("\"term\":{}", claims.term),
+            &format!("\"term\":{raised}"),
+        )
+        .into_bytes();
+    let forged = Presented {
+        term: raised,
+        ..presented
+    };
+    match v.verify(&tampered, forged, now) {
+        Err(GrantError::BadSignature) => Ok(()),
+        other => Err(format!("a tampered grant was not refused: {other:?}")),
     }
 }
 
