@@ -30,7 +30,14 @@ impl pb::startd_server::Startd for Node {
         r: tonic::Request<pb::ClaimRequest>,
     ) -> Result<tonic::Response<pb::ClaimReply>, tonic::Status> {
         let r = r.into_inner();
-        if let Err(e) = check_grant(&r) {
+        let checked = check_grant(&r);
+        if let Ok(true) = checked {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("signed grant {}", r.job));
+        }
+        if let Err(e) = checked {
             self.0
                 .lock()
                 .unwrap()
@@ -145,10 +152,11 @@ impl ex::execute_server::Execute for Node {
 
 /// What a real execute node with credentials checks of the leader's grant the access point
 /// forwarded (`aerie_security::grant`): the leader signed it, for this slot, capability and
-/// term. The same grant with its signed term raised must then be refused.
-fn check_grant(r: &pb::ClaimRequest) -> Result<(), String> {
+/// term. The same grant with its signed term raised must then be refused. True when checked
+/// (false on an insecure test pool, where the leader signs nothing).
+fn check_grant(r: &pb::ClaimRequest) -> Result<bool, String> {
     let Some(v) = aerie_security::transport::transport().grant_verifier() else {
-        return Ok(()); // AERIE_INSECURE: the leader signs nothing
+        return Ok(false);
     };
     let v = v.map_err(|e| e.to_string())?;
     let sg = r.signed.clone().ok_or("unsigned grant")?;
@@ -179,7 +187,7 @@ fn check_grant(r: &pb::ClaimRequest) -> Result<(), String> {
         ..presented
     };
     match v.verify(&tampered, forged, now) {
-        Err(GrantError::BadSignature) => Ok(()),
+        Err(GrantError::BadSignature) => Ok(true),
         other => Err(format!("a tampered grant was not refused: {other:?}")),
     }
 }
@@ -288,7 +296,12 @@ async fn a_submitted_job_is_matched_claimed_run_and_completed_with_its_output() 
         std::fs::read_to_string(dir.path().join("job.out")).unwrap(),
         "HELLO POOL\n"
     );
-    let seen = node.0.lock().unwrap().clone();
+    let mut seen = node.0.lock().unwrap().clone();
+    let signed = format!("signed grant {cluster}.0");
+    if std::env::var("AERIE_INSECURE").as_deref() != Ok("1") {
+        assert_eq!(seen.first(), Some(&signed), "{seen:?}");
+    }
+    seen.retain(|l| *l != signed);
     assert_eq!(
         seen[..2],
         [
