@@ -389,6 +389,7 @@ impl Sim {
             carve_memory: or(g.carve_memory, ticket.request.memory),
             carve_disk: or(g.carve_disk, ticket.request.disk),
             preempts: g.preempts,
+            signed: g.signed.clone(),
         };
         let reply = self.claim_at(&g.startd_addr, req).await;
         let mut st = self.lock();

@@ -3,6 +3,7 @@
 //! that records the job events the node sends.
 use aerie_proto::execute::{self as xpb, execute_client::ExecuteClient, shadow_server};
 use aerie_proto::negotiation::{self as npb, startd_client::StartdClient};
+use aerie_security::grant::GrantClaims;
 use classad::ClassAd;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -147,19 +148,11 @@ impl Daemon {
         job_ad: &str,
         preempts: bool,
     ) -> npb::ClaimReply {
-        let req = npb::ClaimRequest {
-            slot: slot.into(),
-            claim_id: claim_id.into(),
-            term,
-            cycle: 1,
-            job: "1.0".into(),
-            submitter: "nobody@test".into(),
-            job_ad: job_ad.into(),
-            carve_cpus: 1.0,
-            carve_memory: 128.0,
-            carve_disk: 1000.0,
-            preempts,
-        };
+        self.send(claim_request(slot, claim_id, term, job_ad, preempts))
+            .await
+    }
+
+    async fn send(&self, req: npb::ClaimRequest) -> npb::ClaimReply {
         self.startd()
             .await
             .request_claim(req)
@@ -208,6 +201,45 @@ impl Daemon {
             .await
             .unwrap()
             .into_inner()
+    }
+}
+
+/// A claim request as an access point forwards a leader's grant: signed, when the test pool
+/// has credentials, with the test process's own key (its `harness` certificate holds the `cm`
+/// role, so it signs as a leader would).
+fn claim_request(
+    slot: &str,
+    claim_id: &str,
+    term: u64,
+    job_ad: &str,
+    preempts: bool,
+) -> npb::ClaimRequest {
+    let submitter = "nobody@test";
+    let signed = aerie_security::transport::transport()
+        .grant_signer()
+        .map(|s| {
+            let now = aerie_security::transport::now_unix();
+            let claims = GrantClaims::new(slot, claim_id, term, "test", submitter, now);
+            let g = s.unwrap().sign(&claims).unwrap();
+            npb::SignedGrant {
+                payload: g.payload,
+                signature: g.signature,
+                leader_cert: g.leader_cert,
+            }
+        });
+    npb::ClaimRequest {
+        slot: slot.into(),
+        claim_id: claim_id.into(),
+        term,
+        cycle: 1,
+        job: "1.0".into(),
+        submitter: submitter.into(),
+        job_ad: job_ad.into(),
+        carve_cpus: 1.0,
+        carve_memory: 128.0,
+        carve_disk: 1000.0,
+        preempts,
+        signed,
     }
 }
 
@@ -479,6 +511,26 @@ async fn a_second_claim_a_forged_one_and_an_older_term_are_refused() {
         .claim_with("slot1@node1.test", &cid, u64::MAX, &ad, false)
         .await;
     assert!(!far.ok && far.error.contains("implausible term"), "{far:?}");
+    // The leader signed term 3; an access point that raises it in the signed text breaks
+    // the signature, and one that drops the signature is refused outright (issue 16.6).
+    let good = claim_request("slot1@node1.test", &cid, 3, &ad, false);
+    if let Some(sg) = &good.signed {
+        let mut tampered = good.clone();
+        let text = String::from_utf8(sg.payload.clone()).unwrap();
+        assert!(text.contains("\"term\":3"), "{text}");
+        tampered.term = 4;
+        if let Some(t) = tampered.signed.as_mut() {
+            t.payload = text.replace("\"term\":3", "\"term\":4").into_bytes();
+        }
+        let r = d.send(tampered).await;
+        assert!(!r.ok && r.error.contains("signature invalid"), "{r:?}");
+        let unsigned = npb::ClaimRequest {
+            signed: None,
+            ..good.clone()
+        };
+        let r = d.send(unsigned).await;
+        assert!(!r.ok && r.error.contains("unsigned grant"), "{r:?}");
+    }
     let first = d.claim_with("slot1@node1.test", &cid, 3, &ad, false).await;
     assert!(first.ok, "{first:?}");
     let second = d.claim_with("slot1@node1.test", &cid, 3, &ad, false).await;

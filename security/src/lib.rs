@@ -17,11 +17,14 @@
 //!   certificate, limited to the levels of their scopes;
 //! - [`methods`]: the one table of every RPC and the level it needs, enforced by
 //!   [`layer::Authorize`] in front of every service;
+//! - [`grant`]: grants signed by the leader with its CM key, checked by execute nodes
+//!   before they believe a claim's Raft term;
 //! - [`rate`]: what one identity may cost (a token bucket per principal), with the message
 //!   size and per-connection stream limits in [`transport`].
 #![warn(missing_docs)]
 
 pub mod authz;
+pub mod grant;
 pub mod identity;
 pub mod layer;
 pub mod methods;

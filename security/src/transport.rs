@@ -192,6 +192,29 @@ impl Transport {
         }
     }
 
+    /// The signer of grants with this process's certificate and key (a leading CM's), when
+    /// it has credentials ([`crate::grant`]).
+    pub fn grant_signer(&self) -> Option<Result<crate::grant::GrantSigner, TransportError>> {
+        match self {
+            Transport::Tls(t) => Some(
+                crate::grant::GrantSigner::from_pem(&t.cert_pem, &t.key_pem)
+                    .map_err(|e| TransportError(format!("{}: {e}", t.cert_path.display()))),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The checker of signed grants against the pool CA, when this process has credentials
+    /// (an execute node then takes only signed grants); `None` on an insecure transport.
+    pub fn grant_verifier(&self) -> Option<Result<crate::grant::GrantVerifier, TransportError>> {
+        match self {
+            Transport::Tls(t) => {
+                Some(crate::grant::GrantVerifier::from_pem(&t.ca_pem).map_err(TransportError))
+            }
+            _ => None,
+        }
+    }
+
     /// Who this process is, when it has credentials.
     pub fn identity(&self) -> Option<&Identity> {
         match self {

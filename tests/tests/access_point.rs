@@ -9,6 +9,7 @@ use aerie_node::schedd::run::start;
 use aerie_proto::collector as cpb;
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
+use aerie_security::grant::{GrantError, Presented, SignedGrant};
 use aerie_tests::{collector_client, daemon_bin, eventually, wait_leader, Cluster};
 use std::os::unix::fs::MetadataExt;
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,24 @@ impl pb::startd_server::Startd for Node {
         r: tonic::Request<pb::ClaimRequest>,
     ) -> Result<tonic::Response<pb::ClaimReply>, tonic::Status> {
         let r = r.into_inner();
+        let checked = check_grant(&r);
+        if let Ok(true) = checked {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("signed grant {}", r.job));
+        }
+        if let Err(e) = checked {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("refused {}: {e}", r.job));
+            return Ok(tonic::Response::new(pb::ClaimReply {
+                ok: false,
+                error: e,
+                ..Default::default()
+            }));
+        }
         self.0.lock().unwrap().push(format!("claim {}", r.job));
         Ok(tonic::Response::new(pb::ClaimReply {
             ok: true,
@@ -128,6 +147,48 @@ impl ex::execute_server::Execute for Node {
         _: tonic::Request<ex::CancelDrainRequest>,
     ) -> Result<tonic::Response<ex::CancelDrainReply>, tonic::Status> {
         Err(tonic::Status::unimplemented("cancel drain"))
+    }
+}
+
+/// What a real execute node with credentials checks of the leader's grant the access point
+/// forwarded (`aerie_security::grant`): the leader signed it, for this slot, capability and
+/// term. The same grant with its signed term raised must then be refused. True when checked
+/// (false on an insecure test pool, where the leader signs nothing).
+fn check_grant(r: &pb::ClaimRequest) -> Result<bool, String> {
+    let Some(v) = aerie_security::transport::transport().grant_verifier() else {
+        return Ok(false);
+    };
+    let v = v.map_err(|e| e.to_string())?;
+    let sg = r.signed.clone().ok_or("unsigned grant")?;
+    let grant = SignedGrant {
+        payload: sg.payload,
+        signature: sg.signature,
+        leader_cert: sg.leader_cert,
+    };
+    let now = aerie_security::transport::now_unix();
+    let presented = Presented {
+        slot: &r.slot,
+        claim_id: &r.claim_id,
+        term: r.term,
+    };
+    let claims = v
+        .verify(&grant, presented, now)
+        .map_err(|e| e.to_string())?;
+    let mut tampered = grant.clone();
+    let raised = claims.term + 1;
+    tampered.payload = String::from_utf8_lossy(&grant.payload)
+        .replace(
+            &format!("\"term\":{}", claims.term),
+            &format!("\"term\":{raised}"),
+        )
+        .into_bytes();
+    let forged = Presented {
+        term: raised,
+        ..presented
+    };
+    match v.verify(&tampered, forged, now) {
+        Err(GrantError::BadSignature) => Ok(true),
+        other => Err(format!("a tampered grant was not refused: {other:?}")),
     }
 }
 
@@ -235,7 +296,12 @@ async fn a_submitted_job_is_matched_claimed_run_and_completed_with_its_output() 
         std::fs::read_to_string(dir.path().join("job.out")).unwrap(),
         "HELLO POOL\n"
     );
-    let seen = node.0.lock().unwrap().clone();
+    let mut seen = node.0.lock().unwrap().clone();
+    let signed = format!("signed grant {cluster}.0");
+    if std::env::var("AERIE_INSECURE").as_deref() != Ok("1") {
+        assert_eq!(seen.first(), Some(&signed), "{seen:?}");
+    }
+    seen.retain(|l| *l != signed);
     assert_eq!(
         seen[..2],
         [

@@ -181,7 +181,7 @@ impl Leader {
 
         // 7. Grants to the access points that offered the jobs, only while a fresh
         // confirmation of leadership holds: the quorum may have gone while we negotiated.
-        let grants = build_grants(
+        let mut grants = build_grants(
             &outcome,
             &snap,
             &jobs.origin,
@@ -202,6 +202,9 @@ impl Leader {
         };
         if !self.leads(term) {
             return Ok(CycleEnd::Deposed { step: "deliver" });
+        }
+        if let Some(signer) = super::grants::leader_signer() {
+            super::grants::sign_grants(&mut grants, signer, term, unix_now());
         }
         let mut delivery = deliver(
             grants,

@@ -1,9 +1,14 @@
-//! Step 7 of a cycle: turn the matches into grants, one batch per access point, and deliver
-//! them (`AccessPoint.DeliverGrants`), counting what the access points took.
+//! Step 7 of a cycle: turn the matches into grants, one batch per access point, sign them
+//! with the leader's CM key (so execute nodes believe their term, `aerie_security::grant`)
+//! and deliver them (`AccessPoint.DeliverGrants`), counting what the access points took.
 use super::snapshot::{attr_str, PoolSnapshot};
 use aerie_core::negotiator::Outcome;
-use aerie_proto::negotiation::{access_point_client::AccessPointClient, Grant, GrantBatch};
+use aerie_proto::negotiation::{
+    access_point_client::AccessPointClient, Grant, GrantBatch, SignedGrant,
+};
+use aerie_security::grant::{GrantClaims, GrantSigner};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The grants of one cycle by access point address, plus matches that could not become a
@@ -81,12 +86,53 @@ pub fn build_grants(
             carve_disk,
             preempts: m.preempts.is_some(),
             autocluster: autocluster.get(m.job_index).cloned().unwrap_or_default(),
+            // Signed once the cycle knows it still leads (sign_grants).
+            signed: None,
         });
     }
     for (job, why) in &g.undeliverable {
         tracing::warn!(job = %job, reason = %why, "match not granted");
     }
     g
+}
+
+/// Signs every grant of `grants` for `term` at `now` (Unix seconds): slot, capability hash,
+/// term, access point, submitter and time, with `signer` (the leader's CM key). A grant that
+/// cannot be signed goes out unsigned, and a node with credentials will refuse its claim.
+pub fn sign_grants(grants: &mut Grants, signer: &GrantSigner, term: u64, now: i64) {
+    for (ap, list) in grants.by_ap.iter_mut() {
+        for g in list.iter_mut() {
+            let claims = GrantClaims::new(&g.slot, &g.claim_id, term, ap, &g.submitter, now);
+            match signer.sign(&claims) {
+                Ok(s) => {
+                    g.signed = Some(SignedGrant {
+                        payload: s.payload,
+                        signature: s.signature,
+                        leader_cert: s.leader_cert,
+                    })
+                }
+                Err(e) => {
+                    tracing::warn!(job = %g.job, slot = %g.slot, error = %e, "grant not signed")
+                }
+            }
+        }
+    }
+}
+
+/// This process's grant signer (its CM certificate and key), loaded once; `None` without
+/// credentials (`--insecure`: grants go unsigned, as insecure nodes accept them).
+pub fn leader_signer() -> Option<&'static GrantSigner> {
+    static SIGNER: OnceLock<Option<GrantSigner>> = OnceLock::new();
+    SIGNER
+        .get_or_init(|| match aerie_security::transport::transport().grant_signer() {
+            None => None,
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => {
+                tracing::error!(error = %e, "cannot sign grants; execute nodes will refuse their claims");
+                None
+            }
+        })
+        .as_ref()
 }
 
 /// What the access points answered.
@@ -254,6 +300,44 @@ mod tests {
         assert_eq!(g.undeliverable.len(), 2);
         assert!(g.undeliverable[0].1.contains("ClaimId"));
         assert!(g.undeliverable[1].1.contains("MyAddress"));
+    }
+
+    #[test]
+    fn signed_grants_name_their_slot_term_and_access_point() {
+        use aerie_security::grant::{GrantVerifier, Presented};
+        use aerie_security::pki::{self, Holder};
+        let dir = tempfile::tempdir().unwrap();
+        pki::init(dir.path(), "t", &[Holder::parse("cm1=cm").unwrap()], 30).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        let signer = GrantSigner::from_pem(&read("cm1.crt"), &read("cm1.key")).unwrap();
+        let mut g = Grants::default();
+        let grant = Grant {
+            job: "1.0".into(),
+            submitter: "alice@p".into(),
+            slot: "slot1@m".into(),
+            claim_id: "<m:1>#abc".into(),
+            ..Default::default()
+        };
+        g.by_ap.insert("ap-a:1".into(), vec![grant]);
+        let now = aerie_security::transport::now_unix();
+        sign_grants(&mut g, &signer, 7, now);
+        let s = g.by_ap["ap-a:1"][0].signed.clone().unwrap();
+        let signed = aerie_security::grant::SignedGrant {
+            payload: s.payload,
+            signature: s.signature,
+            leader_cert: s.leader_cert,
+        };
+        let v = GrantVerifier::from_pem(&read("ca.crt")).unwrap();
+        let presented = Presented {
+            slot: "slot1@m",
+            claim_id: "<m:1>#abc",
+            term: 7,
+        };
+        let c = v.verify(&signed, presented, now).unwrap();
+        assert_eq!(
+            (c.access_point.as_str(), c.submitter.as_str()),
+            ("ap-a:1", "alice@p")
+        );
     }
 
     /// Issue 13.5: after the lease of the last confirmation, nothing is sent (the access point

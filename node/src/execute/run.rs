@@ -390,6 +390,11 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let now = unix_now();
     let mut mgr = SlotManager::new(&lay.slots, policy, facts, connected, &listen, None, now);
     mgr.set_job_limits(limits.name());
+    // With pool credentials, claims must carry a grant signed by the leader (issue 16.6);
+    // in --insecure development mode unsigned grants pass the capability and term checks.
+    if let Some(v) = aerie_security::transport::transport().grant_verifier() {
+        mgr.require_signed_grants(v?);
+    }
     let starter = StarterSetup {
         execute_dir: execute_dir.clone(),
         limits: limits.clone(),

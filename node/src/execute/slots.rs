@@ -30,6 +30,7 @@ use crate::startd::machine::Idle;
 use crate::startd::{ClaimSpec, Refusal, Resources, RunningJob, SlotKind, Startd};
 use aerie_proto::execute as xpb;
 use aerie_proto::negotiation as npb;
+use aerie_security::grant::{GrantError, GrantVerifier, Presented, SignedGrant};
 use classad::ClassAd;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -128,6 +129,7 @@ pub struct SlotManager {
     /// Set by [`SlotManager::shutdown`]: no new claim is taken (HTCondor's
     /// `ResMgr::markShutdown`).
     shutting_down: bool,
+    grants: Option<GrantVerifier>,
 }
 
 fn refused(error: String) -> npb::ClaimReply {
@@ -202,6 +204,7 @@ impl SlotManager {
             job_limits: None,
             terms: Default::default(),
             shutting_down: false,
+            grants: None,
         };
         m.tick(now, 0.0, None);
         m
@@ -480,6 +483,37 @@ impl SlotManager {
         self.startd.fence_all(persisted);
     }
 
+    /// From now on a claim must carry a grant the leader signed ([`aerie_security::grant`]),
+    /// checked against the pool CA before its term is believed. Not called in `--insecure`
+    /// mode, where unsigned grants pass the capability and term checks alone.
+    pub fn require_signed_grants(&mut self, verifier: GrantVerifier) {
+        self.grants = Some(verifier);
+    }
+
+    /// Checks the leader's signature of the grant a claim carries, when this node requires
+    /// one.
+    fn check_grant(&self, req: &npb::ClaimRequest, now: i64) -> Result<(), String> {
+        let Some(v) = &self.grants else {
+            return Ok(());
+        };
+        let Some(sg) = &req.signed else {
+            return Err(GrantError::Unsigned.to_string());
+        };
+        let grant = SignedGrant {
+            payload: sg.payload.clone(),
+            signature: sg.signature.clone(),
+            leader_cert: sg.leader_cert.clone(),
+        };
+        let presented = Presented {
+            slot: &req.slot,
+            claim_id: &req.claim_id,
+            term: req.term,
+        };
+        v.verify(&grant, presented, now)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     /// A central manager reported its current term (in an advertise summary). True when the
     /// newest term grew, for the shell to persist [`SlotManager::newest_term`].
     pub fn cm_reported_term(&mut self, term: u64) -> bool {
@@ -520,8 +554,11 @@ impl SlotManager {
         if matches!(slot.kind, SlotKind::Dynamic { .. }) {
             return no(Refusal::NotClaimable.to_string());
         }
-        if slot.claim_id != req.claim_id {
+        if !slot.accepts(&req.claim_id, now) {
             return no(Refusal::BadClaimId.to_string());
+        }
+        if let Err(e) = self.check_grant(req, now) {
+            return no(e);
         }
         if let Err(e) = self.terms.check(req.term) {
             return no(e);

@@ -85,6 +85,7 @@ fn request(
         carve_memory: 512.0,
         carve_disk: 100.0,
         preempts,
+        signed: None,
     }
 }
 
@@ -279,6 +280,120 @@ fn a_partitionable_slot_carves_a_dynamic_slot_and_gets_it_back_on_release() {
         removed,
         vec![("Machine".to_string(), c.claimed_slot.clone())]
     );
+}
+
+#[test]
+fn a_carve_readvertises_the_partitionable_slot_under_a_fresh_capability() {
+    let mut m = manager(&[SlotSpec::plain(1, true, res(2.0))], "");
+    let p = slot(1);
+    let snapshot = request(&m, &p, 1, "", false);
+    let first = m.request_claim(&snapshot, T0);
+    assert!(
+        matches!(first, ClaimAnswer::Now(ref r) if r.ok),
+        "{first:?}"
+    );
+    assert_ne!(
+        claim_id(&m, &p),
+        snapshot.claim_id,
+        "the ad shows the new ClaimId"
+    );
+    // The negotiator's second grant of the slot in the same cycle carries the snapshot's
+    // capability: still good within the grace ...
+    let second = m.request_claim(&snapshot, T0 + 1);
+    assert!(
+        matches!(second, ClaimAnswer::Now(ref r) if r.ok),
+        "{second:?}"
+    );
+    // ... and not after it, though the machine has room again.
+    let c = match first {
+        ClaimAnswer::Now(r) => r,
+        _ => unreachable!(),
+    };
+    m.release_claim(&c.claimed_slot, &c.claim_id, T0 + 2)
+        .unwrap();
+    let late = crate::startd::PSLOT_CLAIM_GRACE + T0 + 1;
+    let ClaimAnswer::Now(r) = m.request_claim(&snapshot, late) else {
+        panic!("pending")
+    };
+    assert_eq!(r.error, "bad claim id");
+}
+
+mod signed_grants {
+    use super::*;
+    use aerie_security::grant::{GrantClaims, GrantSigner, GrantVerifier};
+    use aerie_security::pki::{self, Holder};
+    use std::path::Path;
+
+    fn read(dir: &Path, f: &str) -> String {
+        std::fs::read_to_string(dir.join(f)).unwrap()
+    }
+
+    /// What `name` (a CM's or another holder's key) signs for `req`.
+    fn signed_by(
+        dir: &Path,
+        name: &str,
+        req: &npb::ClaimRequest,
+        term: u64,
+        now: i64,
+    ) -> npb::SignedGrant {
+        let s = GrantSigner::from_pem(
+            &read(dir, &format!("{name}.crt")),
+            &read(dir, &format!("{name}.key")),
+        )
+        .unwrap();
+        let c = GrantClaims::new(&req.slot, &req.claim_id, term, "ap:1", &req.submitter, now);
+        let g = s.sign(&c).unwrap();
+        npb::SignedGrant {
+            payload: g.payload,
+            signature: g.signature,
+            leader_cert: g.leader_cert,
+        }
+    }
+
+    fn answer(m: &mut SlotManager, req: &npb::ClaimRequest, now: i64) -> npb::ClaimReply {
+        match m.request_claim(req, now) {
+            ClaimAnswer::Now(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn with_credentials_only_a_grant_the_leader_signed_claims_and_moves_the_term() {
+        let dir = tempfile::tempdir().unwrap();
+        let holders = ["cm1=cm", "exec1=execute+access-point"].map(|h| Holder::parse(h).unwrap());
+        pki::init(dir.path(), "test", &holders, 30).unwrap();
+        let mut m = two_static("");
+        m.require_signed_grants(GrantVerifier::from_pem(&read(dir.path(), pki::CA_CERT)).unwrap());
+        let now = aerie_security::transport::now_unix();
+        let s1 = slot(1);
+        let mut req = request(&m, &s1, 3, "", false);
+        let r = answer(&mut m, &req, now);
+        assert!(!r.ok && r.error.contains("unsigned grant"), "{r:?}");
+        // Signed with an execute node's (the access point's own) key.
+        req.signed = Some(signed_by(dir.path(), "exec1", &req, 3, now));
+        let r = answer(&mut m, &req, now);
+        assert!(!r.ok && r.error.contains("not a central manager"), "{r:?}");
+        // The leader signed term 3; the access point raised the claim's term to 5.
+        req.signed = Some(signed_by(dir.path(), "cm1", &req, 3, now));
+        let raised = npb::ClaimRequest {
+            term: 5,
+            ..req.clone()
+        };
+        let r = answer(&mut m, &raised, now);
+        assert!(!r.ok && r.error.contains("signed in term 3"), "{r:?}");
+        // A tampered signature.
+        let mut tampered = req.clone();
+        if let Some(sg) = tampered.signed.as_mut() {
+            let last = sg.signature.len() - 1;
+            sg.signature[last] ^= 1;
+        }
+        let r = answer(&mut m, &tampered, now);
+        assert!(!r.ok && r.error.contains("signature invalid"), "{r:?}");
+        assert_eq!(m.newest_term(), 0, "no refused grant moved the term");
+        let r = answer(&mut m, &req, now);
+        assert!(r.ok, "{r:?}");
+        assert_eq!(m.newest_term(), 3);
+    }
 }
 
 fn drain(how: xpb::DrainHow, check: &str) -> xpb::DrainRequest {

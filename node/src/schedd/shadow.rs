@@ -184,6 +184,8 @@ impl Schedd {
             carve_disk: or(g.carve_disk, num("RequestDisk")),
             // A preempting claim: the startd retires and vacates the slot's job first.
             preempts: g.preempts,
+            // The leader's signature, forwarded untouched: the startd checks it.
+            signed: g.signed.clone(),
         };
         let reply = startd_call(
             &g.startd_addr,

@@ -11,11 +11,35 @@
 //! * a static slot (and each dynamic slot) holds one claim at a time;
 //! * a claim whose Raft term is older than the newest term the slot has seen is refused, so a
 //!   deposed leader's late grants lose to a newer leader's. A partitionable slot keeps the
-//!   newest term for itself and all the dynamic slots carved from it.
+//!   newest term for itself and all the dynamic slots carved from it;
+//! * a partitionable slot's capability is rotated after every carve (issue 16, item 6), as
+//!   HTCondor's startd does when it answers a claim with the leftover slot's new claim id
+//!   (`REQUEST_CLAIM_LEFTOVERS` in `src/condor_startd.V6/command.cpp`, read by
+//!   `src/condor_daemon_client/dc_startd.cpp`): an access point that once held the
+//!   partitionable slot's capability cannot come back later and carve more of the machine.
+//!
+//! The rotated-out capability stays good for [`PSLOT_CLAIM_GRACE`] seconds. The negotiator
+//! matches from a snapshot of the slot ads, and with a consumption policy it hands the same
+//! partitionable slot to several jobs in one cycle, every grant carrying the capability the
+//! snapshot held (`core/src/negotiator`); those claims arrive one after the other, each after
+//! the previous one rotated the capability. Until the node's re-advertised ad (with the new
+//! `ClaimId`) reaches the collector, the next cycle's snapshot also still holds the old one.
+//! Why a bounded time and not "until the collector has the new ad": the node does not learn
+//! when a snapshot was taken, and a deadline it keeps itself is pure and checkable. The
+//! length is HTCondor's `MATCH_TIMEOUT` default (120 s), the time its startd holds a match
+//! for the schedd to claim: far longer than a cycle's delivery and than the moment it takes
+//! the node to stream the changed ad to its collectors (`node/src/advertise.rs` sends a change
+//! within about 100 ms), short enough that an old capability is useless soon after. A grant
+//! made from a snapshot older than that is refused as `bad claim id`, and its job is matched
+//! again in a later cycle.
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::fmt;
+
+/// How long (seconds) a partitionable slot still honours a capability rotated out by a carve
+/// (HTCondor's `MATCH_TIMEOUT` default); see the module doc.
+pub const PSLOT_CLAIM_GRACE: i64 = 120;
 
 /// An amount of the three resources HTCondor's startd divides a machine by: what a slot has
 /// (`Cpus`, `Memory`, `Disk`), what a job asks for (`RequestCpus`, `RequestMemory`,
@@ -128,9 +152,12 @@ pub struct Slot {
     pub total: Resources,
     /// The slot's current claim capability, HTCondor's private `ClaimId` attribute: the
     /// collector hands it only to the negotiator, which passes it to the match's access
-    /// point. A static slot gets a fresh one after every release; a partitionable slot keeps
-    /// one for its whole life; a dynamic slot gets its own when carved.
+    /// point. A static slot gets a fresh one after every release; a partitionable slot gets
+    /// a fresh one after every carve; a dynamic slot gets its own when carved.
     pub claim_id: String,
+    /// A partitionable slot's rotated-out capabilities and until when (Unix seconds) each is
+    /// still honoured ([`PSLOT_CLAIM_GRACE`]); empty on other slots.
+    pub retired_claim_ids: Vec<(String, i64)>,
     /// The newest Raft term this slot has seen in a claim request that presented the right
     /// [`claim_id`](Self::claim_id), whether the claim was then accepted or refused as busy;
     /// a request with an older term is refused (the term fence).
@@ -144,6 +171,24 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// Whether `claim_id` claims this slot at `now`: the current capability, or a
+    /// partitionable slot's capability rotated out less than [`PSLOT_CLAIM_GRACE`] ago.
+    pub fn accepts(&self, claim_id: &str, now: i64) -> bool {
+        self.claim_id == claim_id
+            || self
+                .retired_claim_ids
+                .iter()
+                .any(|(id, until)| id == claim_id && now < *until)
+    }
+
+    /// Gives the slot a `fresh` capability at `now`, honouring the current one for
+    /// [`PSLOT_CLAIM_GRACE`] more seconds (and forgetting those whose grace is over).
+    fn rotate_claim_id(&mut self, fresh: String, now: i64) {
+        self.retired_claim_ids.retain(|(_, until)| now < *until);
+        let old = std::mem::replace(&mut self.claim_id, fresh);
+        self.retired_claim_ids.push((old, now + PSLOT_CLAIM_GRACE));
+    }
+
     /// The slot is partitionable (claims carve dynamic slots from it).
     pub fn is_partitionable(&self) -> bool {
         matches!(self.kind, SlotKind::Partitionable { .. })
@@ -164,12 +209,13 @@ pub struct ClaimSpec {
     /// The slot to claim: a static or partitionable slot's `Name` (dynamic slots cannot be
     /// claimed directly).
     pub slot: String,
-    /// The capability the negotiator handed the access point; must equal the slot's current
-    /// `ClaimId`.
+    /// The capability the negotiator handed the access point; must be the slot's current
+    /// `ClaimId` (or a partitionable slot's previous one, within its grace).
     pub claim_id: String,
     /// Raft term of the leader that granted the match, checked against the slot's fence.
     pub term: u64,
-    /// The job the claim will run.
+    /// The job the claim will run; its `start` is the claim's time (Unix seconds), which the
+    /// grace of a rotated capability is measured against.
     pub job: RunningJob,
     /// What to carve from a partitionable slot (ignored for static slots).
     pub carve: Resources,
@@ -358,6 +404,7 @@ impl Startd {
                 kind,
                 total,
                 claim_id,
+                retired_claim_ids: Vec::new(),
                 newest_term: 0,
                 running: None,
                 entered: self.started,
@@ -413,7 +460,8 @@ impl Startd {
         if matches!(slot.kind, SlotKind::Dynamic { .. }) {
             return Err(Refusal::NotClaimable);
         }
-        if slot.claim_id != req.claim_id {
+        let now = req.job.start;
+        if !slot.accepts(&req.claim_id, now) {
             return Err(Refusal::BadClaimId);
         }
         if req.term < slot.newest_term {
@@ -468,11 +516,17 @@ impl Startd {
                         },
                         total: want,
                         claim_id: claim_id.clone(),
+                        retired_claim_ids: Vec::new(),
                         newest_term: term,
                         entered: req.job.start,
                         running: Some(req.job),
                     },
                 );
+                // Whoever held the partitionable slot's capability has had its carve.
+                let fresh = self.new_claim_id();
+                if let Some(p) = self.slots.get_mut(&parent) {
+                    p.rotate_claim_id(fresh, now);
+                }
                 Ok(Claimed {
                     slot: name,
                     claim_id,
@@ -707,6 +761,74 @@ mod tests {
             sd.request_claim(spec(&sd, "slot1@m1", 2, "5.0")),
             Err(Refusal::StaleTerm { .. })
         ));
+    }
+
+    fn one_partitionable() -> Startd {
+        let mut sd = Startd::new(1, "t", 0);
+        let total = Resources {
+            cpus: 4.0,
+            memory: 8192.0,
+            disk: 10_000.0,
+        };
+        sd.add_partitionable("m1", 1, total);
+        sd
+    }
+
+    fn carve_at(sd: &mut Startd, claim_id: &str, j: &str, now: i64) -> Result<Claimed, Refusal> {
+        let mut s = spec(sd, "slot1@m1", 1, j);
+        s.claim_id = claim_id.to_string();
+        s.job.start = now;
+        sd.request_claim(s)
+    }
+
+    #[test]
+    fn a_partitionable_slot_gets_a_fresh_capability_after_each_carve() {
+        let mut sd = one_partitionable();
+        let first = sd.slot("slot1@m1").unwrap().claim_id.clone();
+        carve_at(&mut sd, &first, "1.0", 100).unwrap();
+        let second = sd.slot("slot1@m1").unwrap().claim_id.clone();
+        assert_ne!(first, second, "the carve rotated the capability");
+        assert_eq!(sd.claim_ids()["slot1@m1"], second, "advertised");
+        // Within the grace, the capability of the negotiator's snapshot still carves (a
+        // consumption policy handing the slot out twice in one cycle) ...
+        let g = carve_at(&mut sd, &first, "2.0", 100 + PSLOT_CLAIM_GRACE - 1).unwrap();
+        assert_eq!(g.slot, "slot1_2@m1");
+        // ... and so does the one rotated out by that second carve.
+        let t = 100 + PSLOT_CLAIM_GRACE - 1;
+        assert!(carve_at(&mut sd, &second, "3.0", t).is_ok());
+        // After the grace the first capability is refused; the current one works.
+        let late = 100 + PSLOT_CLAIM_GRACE;
+        assert_eq!(
+            carve_at(&mut sd, &first, "4.0", late),
+            Err(Refusal::BadClaimId)
+        );
+        let current = sd.slot("slot1@m1").unwrap().claim_id.clone();
+        assert!(carve_at(&mut sd, &current, "4.0", late).is_ok());
+    }
+
+    #[test]
+    fn an_old_partitionable_capability_cannot_carve_later() {
+        let mut sd = one_partitionable();
+        let held = sd.slot("slot1@m1").unwrap().claim_id.clone();
+        let c = carve_at(&mut sd, &held, "1.0", 0).unwrap();
+        sd.release(&c.slot, &c.claim_id, 10).unwrap();
+        // The access point kept the partitionable slot's capability: long after its grant it
+        // is worthless, though the machine has room again.
+        let later = PSLOT_CLAIM_GRACE + 1000;
+        assert_eq!(
+            carve_at(&mut sd, &held, "2.0", later),
+            Err(Refusal::BadClaimId)
+        );
+        // A refused carve leaves the capability and the term fence alone.
+        let mut forged = spec(&sd, "slot1@m1", 50, "2.0");
+        forged.claim_id = held;
+        forged.job.start = later;
+        assert_eq!(sd.request_claim(forged), Err(Refusal::BadClaimId));
+        assert_eq!(sd.slot("slot1@m1").unwrap().newest_term, 1);
+        // Expired capabilities are forgotten at the next rotation.
+        let cur = sd.slot("slot1@m1").unwrap().claim_id.clone();
+        carve_at(&mut sd, &cur, "3.0", later).unwrap();
+        assert_eq!(sd.slot("slot1@m1").unwrap().retired_claim_ids.len(), 1);
     }
 
     #[test]

@@ -19,8 +19,10 @@
 //! a claim refused for a term just past the lead is granted again in a later cycle, once the
 //! node has heard the new term. What remains open to an access point holding a real grant's
 //! capability is raising the fence by at most the lead, which costs the pool a few grants,
-//! not the slot. (Signing grants with the leader's key would close that too; the lead bounds
-//! it without a key to distribute.)
+//! not the slot. With pool credentials that is closed too: the leader signs each grant with
+//! its term (`aerie_security::grant`), and the node checks the signature, the `cm` role of the
+//! signer and that the signed term is the claim's before it asks this bound; the bound stays
+//! as a second fence (and the only one in `--insecure` development mode).
 //!
 //! Pure: the shell feeds reports and persists [`TermBound::newest`] when it grows.
 use std::path::Path;
