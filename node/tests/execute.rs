@@ -225,6 +225,7 @@ fn claim_request(
                 payload: g.payload,
                 signature: g.signature,
                 leader_cert: g.leader_cert,
+                proof: g.proof,
             }
         });
     npb::ClaimRequest {

@@ -17,7 +17,15 @@
 //! capability and term are the claim's. Only then is the term believed.
 //!
 //! The signed text is sent as bytes (JSON, [`GrantClaims`]) and verified as sent, so there is
-//! no canonical form to agree on; it is parsed only after the signature holds. Signing is
+//! no canonical form to agree on; it is parsed only after the signature holds.
+//!
+//! One signature per cycle, not per grant: an ECDSA signature costs tens of microseconds,
+//! which made a cycle of 10,000 matches a third slower (BENCHMARKS.md, "What security
+//! costs"). The leader hashes every grant's text into a Merkle tree (RFC 6962's shape:
+//! leaves and inner nodes hashed under different prefixes, so one cannot pose as the other)
+//! and signs only the root; each grant carries the sibling hashes from its leaf to the root
+//! ([`SignedGrant::proof`]), and the node folds them back to the root the signature covers.
+//! Changing a grant's text, or its proof, changes the root, and the signature fails. Signing is
 //! ECDSA P-256 with SHA-256 (the pool keys `rcgen` makes) through *ring*, and the chain is
 //! checked with `rustls-webpki`: the crypto rustls already uses, no second stack.
 //!
@@ -88,10 +96,86 @@ impl GrantClaims {
 pub struct SignedGrant {
     /// The signed text (JSON [`GrantClaims`]), exactly as signed.
     pub payload: Vec<u8>,
-    /// ECDSA P-256 SHA-256 signature (ASN.1 DER) over `payload`.
+    /// ECDSA P-256 SHA-256 signature (ASN.1 DER) over the root of the cycle's grant tree
+    /// (after [`ROOT_TAG`]), which `payload` and `proof` lead to.
     pub signature: Vec<u8>,
     /// The signer's certificate, DER.
     pub leader_cert: Vec<u8>,
+    /// The path from this grant's leaf to the signed root: per level, a side byte (0: the
+    /// sibling is on the left, 1: on the right) and the sibling's 32-byte hash. Empty when
+    /// the grant was signed alone.
+    pub proof: Vec<Vec<u8>>,
+}
+
+/// What precedes the tree root in the signed bytes, so a grant signature can be mistaken
+/// for no other signature made with a CM key.
+pub const ROOT_TAG: &[u8] = b"aerie grant tree root v1\0";
+
+/// The hash of a leaf: a grant's signed text.
+fn leaf_hash(payload: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([0u8]);
+    h.update(payload);
+    h.finalize().into()
+}
+
+/// The hash of an inner node of the tree.
+fn node_hash(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([1u8]);
+    h.update(left);
+    h.update(right);
+    h.finalize().into()
+}
+
+/// The root of the tree over `leaves` and each leaf's proof. Pairs are hashed level by level;
+/// an odd node out is carried up unchanged (it gets no proof entry at that level).
+fn merkle(leaves: Vec<[u8; 32]>) -> ([u8; 32], Vec<Vec<Vec<u8>>>) {
+    let mut proofs: Vec<Vec<Vec<u8>>> = vec![Vec::new(); leaves.len()];
+    // Which leaves sit under each node of the current level.
+    let mut members: Vec<Vec<usize>> = (0..leaves.len()).map(|i| vec![i]).collect();
+    let mut level = leaves;
+    while level.len() > 1 {
+        let mut next = Vec::with_capacity(level.len().div_ceil(2));
+        let mut next_members = Vec::with_capacity(next.capacity());
+        let mut i = 0;
+        while i < level.len() {
+            if i + 1 == level.len() {
+                next.push(level[i]);
+                next_members.push(std::mem::take(&mut members[i]));
+                break;
+            }
+            let (l, r) = (level[i], level[i + 1]);
+            for &m in &members[i] {
+                proofs[m].push([&[1u8][..], &r[..]].concat());
+            }
+            for &m in &members[i + 1] {
+                proofs[m].push([&[0u8][..], &l[..]].concat());
+            }
+            let mut joined = std::mem::take(&mut members[i]);
+            joined.append(&mut members[i + 1]);
+            next.push(node_hash(&l, &r));
+            next_members.push(joined);
+            i += 2;
+        }
+        level = next;
+        members = next_members;
+    }
+    (level.first().copied().unwrap_or([0; 32]), proofs)
+}
+
+/// The root a grant's text and proof lead to; `None` when the proof is malformed.
+fn root_of(payload: &[u8], proof: &[Vec<u8>]) -> Option<[u8; 32]> {
+    let mut h = leaf_hash(payload);
+    for step in proof {
+        let sibling: &[u8; 32] = step.get(1..)?.try_into().ok()?;
+        h = match step.first()? {
+            0 => node_hash(sibling, &h),
+            1 => node_hash(&h, sibling),
+            _ => return None,
+        };
+    }
+    Some(h)
 }
 
 /// The hex SHA-256 of a claim capability: what a signed grant names instead of the
@@ -167,20 +251,38 @@ impl GrantSigner {
         Ok(GrantSigner { key, cert_der, rng })
     }
 
-    /// Signs `claims`.
+    /// Signs `claims` alone.
     pub fn sign(&self, claims: &GrantClaims) -> Result<SignedGrant, String> {
-        let payload = serde_json::to_vec(claims).map_err(|e| format!("grant claims: {e}"))?;
+        let mut one = self.sign_batch(std::slice::from_ref(claims))?;
+        one.pop()
+            .ok_or_else(|| "signing a grant failed".to_string())
+    }
+
+    /// Signs every grant of `claims` with one signature over their tree's root; the grants
+    /// come back in the same order, each with its proof.
+    pub fn sign_batch(&self, claims: &[GrantClaims]) -> Result<Vec<SignedGrant>, String> {
+        let payloads = claims
+            .iter()
+            .map(serde_json::to_vec)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("grant claims: {e}"))?;
+        let (root, proofs) = merkle(payloads.iter().map(|p| leaf_hash(p)).collect());
         let signature = self
             .key
-            .sign(&self.rng, &payload)
+            .sign(&self.rng, &[ROOT_TAG, &root[..]].concat())
             .map_err(|_| "signing a grant failed".to_string())?
             .as_ref()
             .to_vec();
-        Ok(SignedGrant {
-            payload,
-            signature,
-            leader_cert: self.cert_der.clone(),
-        })
+        Ok(payloads
+            .into_iter()
+            .zip(proofs)
+            .map(|(payload, proof)| SignedGrant {
+                payload,
+                signature: signature.clone(),
+                leader_cert: self.cert_der.clone(),
+                proof,
+            })
+            .collect())
     }
 }
 
@@ -246,9 +348,12 @@ impl GrantVerifier {
         if !id.is(Role::Cm) {
             return Err(GrantError::NotCm(id.to_string()));
         }
+        let root = root_of(&grant.payload, &grant.proof).ok_or_else(|| {
+            GrantError::Malformed("the proof's steps are not a side byte and a 32-byte hash".into())
+        })?;
         cert.verify_signature(
             webpki::ring::ECDSA_P256_SHA256,
-            &grant.payload,
+            &[ROOT_TAG, &root[..]].concat(),
             &grant.signature,
         )
         .map_err(|_| GrantError::BadSignature)?;
@@ -348,6 +453,63 @@ mod tests {
         let c = v.verify(&g, claim(7), t + 5).unwrap();
         assert_eq!((c.term, c.submitter.as_str()), (7, "alice@pool"));
         assert!(!String::from_utf8_lossy(&g.payload).contains(CAP));
+    }
+
+    #[test]
+    fn one_signature_covers_a_cycle_of_grants_each_with_its_own_proof() {
+        let dir = pool(&["cm1=cm"]);
+        let v = GrantVerifier::from_pem(&read(dir.path(), pki::CA_CERT)).unwrap();
+        let t = now();
+        // Seven grants: an odd count, so a node is carried up a level unpaired.
+        let slots: Vec<String> = (1..=7).map(|i| format!("slot{i}@exec1")).collect();
+        let claims: Vec<GrantClaims> = slots
+            .iter()
+            .map(|s| GrantClaims::new(s, CAP, 7, "ap:1", "alice@pool", t))
+            .collect();
+        let grants = signer(dir.path(), "cm1").sign_batch(&claims).unwrap();
+        assert_eq!(grants.len(), 7);
+        assert!(grants.iter().all(|g| g.signature == grants[0].signature));
+        assert!(grants.iter().all(|g| (2..=3).contains(&g.proof.len())));
+        let presented = |i: usize| Presented {
+            slot: slots[i].as_str(),
+            claim_id: CAP,
+            term: 7,
+        };
+        for (i, g) in grants.iter().enumerate() {
+            assert_eq!(v.verify(g, presented(i), t).unwrap().slot, slots[i]);
+        }
+        // Another grant's proof, a flipped side, a changed sibling hash: the root changes.
+        let mut swapped = grants[0].clone();
+        swapped.proof = grants[1].proof.clone();
+        assert_eq!(
+            v.verify(&swapped, presented(0), t),
+            Err(GrantError::BadSignature)
+        );
+        let mut side = grants[2].clone();
+        side.proof[0][0] ^= 1;
+        assert_eq!(
+            v.verify(&side, presented(2), t),
+            Err(GrantError::BadSignature)
+        );
+        let mut sibling = grants[3].clone();
+        sibling.proof[1][5] ^= 0x40;
+        assert_eq!(
+            v.verify(&sibling, presented(3), t),
+            Err(GrantError::BadSignature)
+        );
+        // Leaving the proof out makes the grant look signed alone: it is not.
+        let mut bare = grants[4].clone();
+        bare.proof.clear();
+        assert_eq!(
+            v.verify(&bare, presented(4), t),
+            Err(GrantError::BadSignature)
+        );
+        let mut short = grants[5].clone();
+        short.proof[0].truncate(10);
+        assert!(matches!(
+            v.verify(&short, presented(5), t),
+            Err(GrantError::Malformed(_))
+        ));
     }
 
     #[test]

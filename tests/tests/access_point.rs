@@ -164,6 +164,7 @@ fn check_grant(r: &pb::ClaimRequest) -> Result<bool, String> {
         payload: sg.payload,
         signature: sg.signature,
         leader_cert: sg.leader_cert,
+        proof: sg.proof,
     };
     let now = aerie_security::transport::now_unix();
     let presented = Presented {

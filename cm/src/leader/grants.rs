@@ -97,25 +97,37 @@ pub fn build_grants(
 }
 
 /// Signs every grant of `grants` for `term` at `now` (Unix seconds): slot, capability hash,
-/// term, access point, submitter and time, with `signer` (the leader's CM key). A grant that
-/// cannot be signed goes out unsigned, and a node with credentials will refuse its claim.
+/// term, access point, submitter and time, with `signer` (the leader's CM key), one
+/// signature over the tree of the cycle's grants (aerie-security's grant module). Grants
+/// that cannot be signed go out unsigned, and a node with credentials will refuse their claims.
 pub fn sign_grants(grants: &mut Grants, signer: &GrantSigner, term: u64, now: i64) {
+    let mut all: Vec<&mut Grant> = Vec::new();
+    let mut claims = Vec::new();
     for (ap, list) in grants.by_ap.iter_mut() {
         for g in list.iter_mut() {
-            let claims = GrantClaims::new(&g.slot, &g.claim_id, term, ap, &g.submitter, now);
-            match signer.sign(&claims) {
-                Ok(s) => {
-                    g.signed = Some(SignedGrant {
-                        payload: s.payload,
-                        signature: s.signature,
-                        leader_cert: s.leader_cert,
-                    })
-                }
-                Err(e) => {
-                    tracing::warn!(job = %g.job, slot = %g.slot, error = %e, "grant not signed")
-                }
+            claims.push(GrantClaims::new(
+                &g.slot,
+                &g.claim_id,
+                term,
+                ap,
+                &g.submitter,
+                now,
+            ));
+            all.push(g);
+        }
+    }
+    match signer.sign_batch(&claims) {
+        Ok(signed) => {
+            for (g, s) in all.into_iter().zip(signed) {
+                g.signed = Some(SignedGrant {
+                    payload: s.payload,
+                    signature: s.signature,
+                    leader_cert: s.leader_cert,
+                    proof: s.proof,
+                });
             }
         }
+        Err(e) => tracing::warn!(grants = claims.len(), error = %e, "grants not signed"),
     }
 }
 
@@ -326,6 +338,7 @@ mod tests {
             payload: s.payload,
             signature: s.signature,
             leader_cert: s.leader_cert,
+            proof: s.proof,
         };
         let v = GrantVerifier::from_pem(&read("ca.crt")).unwrap();
         let presented = Presented {

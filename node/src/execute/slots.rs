@@ -503,6 +503,7 @@ impl SlotManager {
             payload: sg.payload.clone(),
             signature: sg.signature.clone(),
             leader_cert: sg.leader_cert.clone(),
+            proof: sg.proof.clone(),
         };
         let presented = Presented {
             slot: &req.slot,

@@ -347,6 +347,7 @@ mod signed_grants {
             payload: g.payload,
             signature: g.signature,
             leader_cert: g.leader_cert,
+            proof: g.proof,
         }
     }
 
