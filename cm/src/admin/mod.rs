@@ -104,17 +104,11 @@ impl AdminService {
                 request.cmd.name()
             )));
         }
-        // Who asked, from where (feature version 5: older CMs would not record it).
-        let feature = self
-            .state
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .state
-            .feature_version;
-        match feature >= 5 {
-            true => tokens::stamp(&mut request, caller, peer.addr),
-            false => request.audit = None,
-        }
+        // Who asked, from where: stamped by the CM the caller reached, whatever its view of
+        // the feature version (a follower that has not yet applied version 5 would otherwise
+        // forward it unstamped and the leader stamp itself as the author); the leader drops
+        // the stamp while some CM could not record it (below).
+        tokens::stamp(&mut request, caller, peer.addr);
         // A token request from its caller: this CM assigns the id and times and signs it.
         let mut signed = None;
         if let Some(asked) = tokens::token_request(&request) {
@@ -144,8 +138,18 @@ impl AdminService {
             route,
             || async {
                 let left = deadline.saturating_duration_since(Instant::now());
-                // The audit record's time is the leader's.
+                // The audit record's time is the leader's; before feature version 5 older
+                // CMs would not record it, so none is written.
                 let mut request = request.clone();
+                let feature = self
+                    .state
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .state
+                    .feature_version;
+                if feature < 5 {
+                    request.audit = None;
+                }
                 if let Some(a) = request.audit.as_mut() {
                     a.time = unix_now();
                 }
