@@ -314,7 +314,8 @@ impl Sim {
     /// `confirm_grant` or `abort_grant` (the startd call itself is bounded), so no path leaks
     /// a job or a claim (issue 13.4). HTCondor's schedd likewise answers the negotiator at
     /// once and queues the claim (`Scheduler::contactStartd`, src/condor_schedd.V6/schedd.cpp).
-    pub async fn deliver(self: &Arc<Self>, batch: pb::GrantBatch) -> pb::GrantReply {
+    pub async fn deliver(self: &Arc<Self>, mut batch: pb::GrantBatch) -> pb::GrantReply {
+        crate::schedd::shadow::with_batch_signature(&mut batch);
         let mut results = Vec::with_capacity(batch.grants.len());
         let mut taken = Vec::new();
         for g in batch.grants {

@@ -588,6 +588,7 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
             cycle: 1,
             leader_id: 1,
             grants: vec![grant("1.0"), grant("1.0"), grant("9.0")],
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -650,6 +651,7 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
             cycle: 9,
             leader_id: 1,
             grants: vec![grant(&format!("{other}.0"))],
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -782,6 +784,7 @@ async fn resource_requests_negotiate_as_whole_jobs_and_grants_name_the_autoclust
             cycle: 1,
             leader_id: 1,
             grants: vec![grant("g1"), grant("g2")],
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -818,6 +821,7 @@ async fn a_job_whose_inputs_cannot_be_read_is_held_with_the_reason() {
             cycle: 1,
             leader_id: 1,
             grants: vec![g],
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -881,6 +885,7 @@ async fn rm_hold_vacate_and_a_lost_claim_stop_a_running_job_first() {
             cycle: 1,
             leader_id: 1,
             grants: vec![g],
+            ..Default::default()
         }
     };
     let started = |n: usize| {

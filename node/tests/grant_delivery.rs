@@ -76,6 +76,7 @@ async fn a_grant_cut_off_by_the_leaders_deadline_leaves_no_job_claiming() {
             weight: 1.0,
             ..Default::default()
         }],
+        ..Default::default()
     };
     // The leader's deadline: its call is dropped when it passes, whatever the handler does.
     let reply = tokio::time::timeout(Duration::from_secs(5), sim.deliver(batch)).await;

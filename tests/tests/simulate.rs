@@ -223,6 +223,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
                     "forged",
                 ),
             ],
+            ..Default::default()
         })
         .await
         .expect("deliver grants")
@@ -274,6 +275,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
                 a,
                 &ids["slot3@sim0.pool.example"],
             )],
+            ..Default::default()
         })
         .await
         .expect("deliver stale grants")
@@ -337,6 +339,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
             cycle: 2,
             leader_id: 1,
             grants: vec![grant("3.0", "alice@pool.example", s1, a, &ids[s1])],
+            ..Default::default()
         })
         .await
         .expect("deliver")
@@ -432,6 +435,7 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
                 sim.grpc_addr(),
                 &ids[p],
             )],
+            ..Default::default()
         })
         .await
         .expect("grants")

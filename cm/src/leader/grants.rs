@@ -19,6 +19,11 @@ pub struct Grants {
     pub by_ap: BTreeMap<String, Vec<Grant>>,
     /// (job, why) for matches that could not become a grant.
     pub undeliverable: Vec<(String, String)>,
+    /// The leader's certificate (DER) and its one signature over the cycle's grant tree, set
+    /// by [`sign_grants`]; every access point's batch carries them once.
+    pub leader_cert: Vec<u8>,
+    /// See `leader_cert`.
+    pub signature: Vec<u8>,
 }
 
 impl Grants {
@@ -118,11 +123,17 @@ pub fn sign_grants(grants: &mut Grants, signer: &GrantSigner, term: u64, now: i6
     }
     match signer.sign_batch(&claims) {
         Ok(signed) => {
+            if let Some(first) = signed.first() {
+                grants.leader_cert = first.leader_cert.clone();
+                grants.signature = first.signature.clone();
+            }
+            // The certificate and signature travel once per batch (GrantBatch), not in
+            // every grant: 10,000 grants would carry 7 MB of copies of one certificate.
             for (g, s) in all.into_iter().zip(signed) {
                 g.signed = Some(SignedGrant {
                     payload: s.payload,
-                    signature: s.signature,
-                    leader_cert: s.leader_cert,
+                    signature: Vec::new(),
+                    leader_cert: Vec::new(),
                     proof: s.proof,
                 });
             }
@@ -188,6 +199,7 @@ pub async fn deliver(
     timeout: Duration,
     lease_end: Instant,
 ) -> Delivery {
+    let (leader_cert, signature) = (&grants.leader_cert, &grants.signature);
     let calls = grants.by_ap.into_iter().map(|(ap, list)| async move {
         let n = list.len();
         let batch = GrantBatch {
@@ -195,6 +207,8 @@ pub async fn deliver(
             cycle,
             leader_id,
             grants: list,
+            leader_cert: leader_cert.clone(),
+            signature: signature.clone(),
         };
         let left = lease_end.saturating_duration_since(Instant::now());
         let r = if left.is_zero() {
@@ -334,10 +348,13 @@ mod tests {
         let now = aerie_security::transport::now_unix();
         sign_grants(&mut g, &signer, 7, now);
         let s = g.by_ap["ap-a:1"][0].signed.clone().unwrap();
+        // The certificate and signature go once per batch, not in the grant.
+        assert!(s.leader_cert.is_empty() && s.signature.is_empty());
+        assert!(!g.leader_cert.is_empty() && !g.signature.is_empty());
         let signed = aerie_security::grant::SignedGrant {
             payload: s.payload,
-            signature: s.signature,
-            leader_cert: s.leader_cert,
+            signature: g.signature.clone(),
+            leader_cert: g.leader_cert.clone(),
             proof: s.proof,
         };
         let v = GrantVerifier::from_pem(&read("ca.crt")).unwrap();

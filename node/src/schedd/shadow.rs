@@ -114,7 +114,8 @@ impl Schedd {
 
     /// AccessPoint.DeliverGrants: checks every grant at once and answers; the claims run in
     /// a task of their own.
-    pub fn deliver(self: &Arc<Self>, batch: pb::GrantBatch) -> pb::GrantReply {
+    pub fn deliver(self: &Arc<Self>, mut batch: pb::GrantBatch) -> pb::GrantReply {
+        with_batch_signature(&mut batch);
         let mut results = Vec::with_capacity(batch.grants.len());
         let mut taken = Vec::new();
         let now = now_secs();
@@ -600,6 +601,22 @@ impl Schedd {
         };
         if !stop.is_empty() {
             self.stop(stop, false).await;
+        }
+    }
+}
+
+/// Puts the batch's leader certificate and signature back into each signed grant that left
+/// them out (the leader sends them once per [`pb::GrantBatch`]), so every claim carries the
+/// whole signed grant the execute node verifies.
+pub fn with_batch_signature(batch: &mut pb::GrantBatch) {
+    for g in &mut batch.grants {
+        if let Some(s) = g.signed.as_mut() {
+            if s.leader_cert.is_empty() {
+                s.leader_cert = batch.leader_cert.clone();
+            }
+            if s.signature.is_empty() {
+                s.signature = batch.signature.clone();
+            }
         }
     }
 }
