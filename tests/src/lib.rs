@@ -554,6 +554,23 @@ pub async fn wait_leader(addrs: &[(u64, String)], within: Duration) -> anyhow::R
     }
 }
 
+/// [`wait_leader`], then until every node of `addrs` sees a leader and all of them as
+/// voters: a freshly started cluster has a leader before its last CM has joined, and a test
+/// that kills the leader in between leaves one voter of two, with no quorum to elect another.
+pub async fn wait_formed(addrs: &[(u64, String)], within: Duration) -> anyhow::Result<u64> {
+    let leader = wait_leader(addrs, within).await?;
+    for (_, a) in addrs {
+        let n = addrs.len();
+        eventually("every CM a voter", within, || async move {
+            let s = status(a).await?;
+            let voters = s.members.iter().filter(|m| m.voter).count();
+            Ok((s.leader.is_some() && voters == n).then_some(()))
+        })
+        .await?;
+    }
+    wait_leader(addrs, within).await.or(Ok(leader))
+}
+
 /// Polls `f` until it returns `Ok(Some(v))` or `within` passes.
 pub async fn eventually<T, F, Fut>(what: &str, within: Duration, f: F) -> anyhow::Result<T>
 where

@@ -85,7 +85,7 @@ async fn writes_through_any_node_apply_everywhere_and_reads_are_linearizable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
     let mut c = start(3, &[]);
-    let leader = wait_leader(&c.running(), LEADER_WAIT)
+    let leader = wait_formed(&c.running(), LEADER_WAIT)
         .await
         .expect("leader");
     let all = addrs(&c);

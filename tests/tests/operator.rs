@@ -25,22 +25,13 @@ fn cmctl(cms: &[String], args: &[&str]) -> (i32, String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cmctl_writes_and_reads_go_through_an_election() {
     let mut c = Cluster::start(daemon_bin(BIN), 3, &[]).expect("start cluster");
-    let leader = wait_leader(&c.running(), Duration::from_secs(20))
-        .await
-        .expect("leader");
-    let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
     // Kill the leader only once all three CMs vote: killed while the third is still joining,
     // it would leave one voter of two, no quorum, and rightly no election (seen: a quarter of
     // runs on a busy machine).
-    for a in &cms {
-        eventually("every CM a voter", Duration::from_secs(20), || async move {
-            let s = status(a).await?;
-            let voters = s.members.iter().filter(|m| m.voter).count();
-            Ok((s.has_leader && voters == 3).then_some(()))
-        })
+    let leader = wait_formed(&c.running(), Duration::from_secs(20))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    }
+        .expect("leader");
+    let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
     let (code, _, err) = cmctl(&cms, &["userprio", "-setfactor", "alice@pool", "250"]);
     assert_eq!(code, 0, "{err}");
     c.kill(leader);

@@ -200,7 +200,9 @@ async fn private_attributes_leave_the_cms_by_no_query_path() {
     const SECRET: &str = "c4p4b1l1ty-0f-th3-sl0t";
     let config = "ABSENT_REQUIREMENTS = Absentable =?= true\nABSENT_EXPIRE_ADS_AFTER = 0\n";
     let c = Cluster::start_with_config(daemon_bin(BIN), 3, &[], config).expect("start");
-    wait_leader(&c.running(), Duration::from_secs(20))
+    // All three CMs members first: CM 2 takes the ads, and a CM not yet admitted has no
+    // leader to hand its absent ads to.
+    wait_formed(&c.running(), Duration::from_secs(20))
         .await
         .expect("leader");
     let addr = c.addr(2);
