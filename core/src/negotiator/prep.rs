@@ -166,12 +166,12 @@ pub(super) fn prepare<'a>(
                 figures.trimmed += 1;
                 continue;
             }
-        } else if !pslot && state != "Unclaimed" && !state.is_empty() {
-            // Owner, Matched, Drained, Backfill...: their Requirements are False anyway.
-            if state != "Backfill" {
-                figures.trimmed += 1;
-                continue;
-            }
+        } else if !pslot && !matches!(&*state, "Unclaimed" | "Backfill" | "Drained" | "") {
+            // Owner, Matched...: their Requirements are False anyway (HTCondor does not trim
+            // them, it fails to match them). A Drained slot stays: under a drain's START
+            // expression (`condor_drain -start`) it takes jobs.
+            figures.trimmed += 1;
+            continue;
         }
         let name = str_h(ad, &sn.name)
             .map(|n| n.into_owned())

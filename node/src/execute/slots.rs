@@ -21,7 +21,7 @@
 //! is not supported (a draining slot takes no claim).
 use crate::policy::{
     self, attrs::own_attrs, eval::View, retirement, Action, Cause, DrainRequest, DrainSchedule,
-    Event, Inputs, Policy, Shutdown, State,
+    DrainStart, Event, Inputs, MachineDrain, Policy, Shutdown, State,
 };
 use crate::startd::ad::{self, MachineFacts, MachineNow, PolicyState};
 use crate::startd::layout::SlotSpec;
@@ -321,6 +321,22 @@ impl SlotManager {
         !self.dirty.is_empty() || !self.removed.is_empty()
     }
 
+    /// A graceful drain across every slot of the machine, for the policy (partitionable slots
+    /// hold no claim of their own, so only their dynamic slots count).
+    /// Worked out only while a drain is in force or about to be (it builds every slot's view).
+    fn machine_drain(&self, event: &Event, now: i64) -> MachineDrain {
+        let draining =
+            matches!(event, Event::Drain(_)) || self.states.values().any(|s| s.drain.is_some());
+        if !draining {
+            return MachineDrain::default();
+        }
+        let slots = self.states.iter().map(|(name, pol)| {
+            let machine = self.slot_ad(name).unwrap_or_default();
+            (pol, View::new(&machine, &self.policy, &own_attrs(pol), now))
+        });
+        MachineDrain::of(slots, now)
+    }
+
     /// Steps slot `name` with `event` at `now` and carries out what the policy asks of the
     /// claim core; returns the policy's actions (for the caller's own answers).
     fn step(&mut self, name: &str, event: &Event, now: i64) -> Vec<Action> {
@@ -338,6 +354,7 @@ impl SlotManager {
             machine: &machine,
             now,
             other_slots_drained: others_drained,
+            drain: self.machine_drain(event, now),
         };
         let step = pol.step(&inputs, event);
         for t in &step.transitions {
@@ -653,6 +670,7 @@ impl SlotManager {
             machine: &machine,
             now,
             other_slots_drained: false,
+            drain: self.machine_drain(event, now),
         };
         let step = pol.step(&inputs, event);
         Some((step.slot, step.actions))
@@ -665,19 +683,26 @@ impl SlotManager {
         job_ad: Arc<ClassAd>,
         now: i64,
     ) -> npb::ClaimReply {
-        let state = self.states.get(pslot).map(|s| (s.state, s.drain.is_some()));
-        match state {
-            Some((State::Unclaimed, false)) => {}
-            Some((_, true)) => return refused("the machine is draining".into()),
-            Some((s, _)) => return refused(format!("the slot is {s}")),
-            None => return refused(Refusal::NoSuchSlot.to_string()),
+        // A draining partitionable slot carves only under the drain's START expression; the
+        // dynamic slot inherits the drain, so its policy judges the job by that START.
+        let Some(p) = self.states.get(pslot) else {
+            return refused(Refusal::NoSuchSlot.to_string());
+        };
+        let drain = p.drain.clone();
+        match (p.state, &drain) {
+            (State::Unclaimed, None) => {}
+            (State::Drained, Some(d)) if d.backfill_start().is_some() => {}
+            (_, Some(_)) => return refused("the machine is draining".into()),
+            (s, None) => return refused(format!("the slot is {s}")),
         }
         let claimed = match self.startd.request_claim(spec) {
             Ok(c) => c,
             Err(r) => return refused(r.to_string()),
         };
         let dslot = claimed.slot.clone();
-        self.states.insert(dslot.clone(), policy::Slot::new(now));
+        let mut fresh = policy::Slot::new(now);
+        fresh.drain = drain;
+        self.states.insert(dslot.clone(), fresh);
         self.step(&dslot, &Event::Tick, now);
         let event = Event::ClaimRequest {
             claim_id: claimed.claim_id.clone(),
@@ -893,14 +918,22 @@ impl SlotManager {
                 }
             }
         }
-        if !req.start_expr.trim().is_empty() {
-            tracing::warn!(start = %req.start_expr, "drain -start is not supported; draining slots take no claim");
-        }
         let schedule = match xpb::DrainHow::try_from(req.how) {
             Ok(xpb::DrainHow::Graceful) => DrainSchedule::Graceful,
             Ok(xpb::DrainHow::Quick) => DrainSchedule::Quick,
             Ok(xpb::DrainHow::Fast) => DrainSchedule::Fast,
             Err(_) => return Err(format!("unknown drain schedule {}", req.how)),
+        };
+        // `ResMgr::startDraining` keeps a START expression for graceful drains only: the
+        // request's, else DEFAULT_DRAINING_START_EXPR.
+        let start = match (schedule, req.start_expr.trim()) {
+            (DrainSchedule::Graceful, "") => self.policy.default_draining_start.clone(),
+            (DrainSchedule::Graceful, text) => Some(DrainStart::parse(text)?),
+            (_, "") => None,
+            (_, text) => {
+                tracing::info!(start = %text, ?schedule, "a drain's -start applies to graceful drains only; ignored");
+                None
+            }
         };
         let id = if req.request_id.is_empty() {
             let id = format!("{}#{}", self.facts.machine, self.next_drain);
@@ -918,6 +951,7 @@ impl SlotManager {
                 req.reason.clone()
             },
             resume_on_completion: req.resume_on_completion,
+            start,
         };
         tracing::info!(request = %id, ?schedule, reason = %drain.reason, "draining");
         self.drain_refusals.clear();

@@ -444,6 +444,87 @@ fn a_graceful_drain_waits_for_the_job_and_cancel_gives_the_slots_back() {
     assert!(m.cancel_drain("", T0 + 105).is_err());
 }
 
+fn drain_start(how: xpb::DrainHow, start: &str) -> xpb::DrainRequest {
+    xpb::DrainRequest {
+        start_expr: start.into(),
+        ..drain(how, "")
+    }
+}
+
+#[test]
+fn a_graceful_drain_with_start_backfills_a_drained_slot_until_the_original_job_ends() {
+    let conf = "MAXJOBRETIREMENTTIME = 3600\nMachineMaxVacateTime = 5\n";
+    let mut m = two_static(conf);
+    let original = claim(&mut m, &slot(1), "", T0);
+    activate(&mut m, &original, "", T0);
+    m.drain(
+        &drain_start(xpb::DrainHow::Graceful, "Owner == \"bob\""),
+        T0 + 1,
+    )
+    .unwrap();
+    assert_eq!(state(&m, &slot(2)), "Drained/Retiring");
+    let start = |m: &SlotManager, n| {
+        m.slot_ad(&slot(n))
+            .unwrap()
+            .lookup("Start")
+            .map(|e| e.to_string())
+    };
+    assert_eq!(start(&m, 2).as_deref(), Some("Owner == \"bob\""));
+    // Alice's job does not match the drain's START; bob's does.
+    let req = request(&m, &slot(2), 1, "", false);
+    assert!(matches!(m.request_claim(&req, T0 + 2), ClaimAnswer::Now(r) if !r.ok));
+    let bob = "Owner = \"bob\"\nUser = \"bob@test\"\n";
+    let backfill = claim(&mut m, &slot(2), bob, T0 + 3);
+    activate(&mut m, &backfill, bob, T0 + 3);
+    assert_eq!(state(&m, &slot(2)), "Claimed/Busy");
+    let ad = m.slot_ad(&slot(2)).unwrap();
+    assert_eq!(ad.eval_attr("AcceptedWhileDraining").as_bool(), Some(true));
+    m.tick(T0 + 600, 0.0, None);
+    assert_eq!(
+        state(&m, &slot(2)),
+        "Claimed/Busy",
+        "runs beside the original job"
+    );
+    // The original job ends: the backfill job is vacated and START goes false.
+    assert_eq!(
+        m.job_exited(&slot(1), &original.claim_id, T0 + 601),
+        JobEnd::Completed
+    );
+    m.take_effects();
+    m.tick(T0 + 602, 0.0, None);
+    assert_eq!(state(&m, &slot(2)), "Preempting/Vacating");
+    assert!(m
+        .take_effects()
+        .iter()
+        .any(|e| matches!(e, Effect::SoftKill { claim_id, .. } if *claim_id == backfill.claim_id)));
+    assert_ne!(start(&m, 2).as_deref(), Some("Owner == \"bob\""));
+}
+
+#[test]
+fn a_draining_partitionable_slot_carves_only_for_jobs_the_drain_start_takes() {
+    let conf = "MAXJOBRETIREMENTTIME = 3600\n";
+    let mut m = manager(&[SlotSpec::plain(1, true, res(2.0))], conf);
+    let p = slot(1);
+    let original = claim(&mut m, &p, "", T0);
+    activate(&mut m, &original, "", T0);
+    // A graceful drain without START carves nothing.
+    m.drain(&drain_start(xpb::DrainHow::Graceful, ""), T0 + 1)
+        .unwrap();
+    let req = request(&m, &p, 1, "", false);
+    assert!(matches!(m.request_claim(&req, T0 + 2), ClaimAnswer::Now(r) if !r.ok));
+    m.cancel_drain("", T0 + 3).unwrap();
+    m.drain(
+        &drain_start(xpb::DrainHow::Graceful, "RequestCpus == 1"),
+        T0 + 4,
+    )
+    .unwrap();
+    let c = claim(&mut m, &p, "", T0 + 5);
+    assert_eq!(c.claimed_slot, format!("slot1_2@{M}"));
+    assert_eq!(state(&m, &c.claimed_slot), "Claimed/Idle");
+    let ad = m.slot_ad(&c.claimed_slot).unwrap();
+    assert_eq!(ad.eval_attr("AcceptedWhileDraining").as_bool(), Some(true));
+}
+
 #[test]
 fn a_fast_drain_kills_the_job_and_a_failing_check_refuses_the_drain() {
     let mut m = two_static("");

@@ -3,8 +3,9 @@
 //! `Activity`, `EnteredCurrentState`, `EnteredCurrentActivity`, `CurrentRank`, the claim's
 //! `RemoteUser`/`RemoteOwner`, the job's `JobId`/`JobStart`, a preempting claim's
 //! `PreemptingRank`/`PreemptingUser`, the drain's `Draining`/`DrainReason`/`DrainingRequestId`,
-//! and `Requirements = False` while the slot takes no new match (Matched, Preempting, Drained,
-//! or Claimed with a preempting claim waiting).
+//! a drain's START expression as `Start`, `AcceptedWhileDraining`, and `Requirements = False`
+//! while the slot takes no new match (Matched, Preempting, Drained without a drain START, or
+//! Claimed with a preempting claim waiting).
 use super::claim::Claim;
 use super::machine::Slot;
 use super::state::State;
@@ -34,10 +35,17 @@ pub fn own_attrs(slot: &Slot) -> ClassAd {
         ad.insert_real("PreemptingRank", p.rank);
         publish_user(&mut ad, p, "PreemptingUser", "PreemptingOwner");
     }
+    if let Some(c) = &slot.claim {
+        ad.insert_bool("AcceptedWhileDraining", c.accepted_while_draining);
+    }
     if let Some(d) = &slot.drain {
         ad.insert_bool("Draining", true);
         ad.insert_str("DrainReason", &d.reason);
         ad.insert_str("DrainingRequestId", &d.id);
+        // `Reqexp::unavail(start_expr)`: the drain's START replaces the slot's.
+        if let Some(start) = d.backfill_start() {
+            ad.insert_shared("Start", start.expr.clone());
+        }
     }
     if unavailable(slot) {
         ad.insert("Requirements", Expr::Lit(Value::Bool(false)));
@@ -47,10 +55,15 @@ pub fn own_attrs(slot: &Slot) -> ClassAd {
 
 /// Whether the slot advertises `Requirements = False`.
 pub fn unavailable(slot: &Slot) -> bool {
-    matches!(
-        slot.state,
-        State::Matched | State::Preempting | State::Drained
-    ) || slot.preempting.is_some()
+    let backfill = slot
+        .drain
+        .as_ref()
+        .is_some_and(|d| d.backfill_start().is_some());
+    match slot.state {
+        State::Matched | State::Preempting => true,
+        State::Drained => !backfill,
+        _ => slot.preempting.is_some(),
+    }
 }
 
 fn publish_user(ad: &mut ClassAd, c: &Claim, user_attr: &str, owner_attr: &str) {

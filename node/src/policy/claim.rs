@@ -32,6 +32,9 @@ pub struct Claim {
     pub may_unretire: bool,
     /// A peaceful shutdown: retirement is unlimited (unless MaxJobRetirementTime is -1).
     pub retire_peacefully: bool,
+    /// Taken by a drained slot under a drain's START expression (`AcceptedWhileDraining`):
+    /// it lasts only as long as the jobs that were there before the drain.
+    pub accepted_while_draining: bool,
 }
 
 impl Claim {
@@ -50,6 +53,7 @@ impl Claim {
             preempt_was_true: false,
             may_unretire: true,
             retire_peacefully: false,
+            accepted_while_draining: false,
         }
     }
 

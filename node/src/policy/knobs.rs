@@ -3,7 +3,7 @@
 //! `SUSPEND`, `CONTINUE`, `PREEMPT`, `KILL`, `WANT_SUSPEND`, `WANT_VACATE`, their `_VANILLA`
 //! forms, `Rank`, `MaxJobRetirementTime`, `MachineMaxVacateTime`), and the timers read with
 //! `param()` (`KILLING_TIMEOUT`, `MATCH_TIMEOUT`, `CLAIM_WORKLIFE`, `MAX_CLAIM_ALIVES_MISSED`,
-//! `ALIVE_INTERVAL`).
+//! `ALIVE_INTERVAL`, and `DEFAULT_DRAINING_START_EXPR` for a graceful drain that names no START).
 //!
 //! Defaults are HTCondor 23.9.6's, which `aerie-config` carries (checked with
 //! `condor_config_val` in the reference chroot): `START = True`, `IS_OWNER = False`,
@@ -15,6 +15,7 @@
 //! policy metaknobs (`use POLICY : ALWAYS_RUN_JOBS`, `DESKTOP`, `UWCS_DESKTOP`) are expanded by
 //! `aerie-config` like any other statement.
 use super::clock::pin_clock;
+use super::drain::DrainStart;
 use aerie_config::{Config, ConfigError};
 use classad::Expr;
 use std::fmt;
@@ -89,6 +90,9 @@ pub struct Policy {
     /// `ALIVE_INTERVAL`: the access point's keep-alive interval when the claim request does
     /// not say (HTCondor's schedd defaults it to 300 s).
     pub alive_interval: i64,
+    /// `DEFAULT_DRAINING_START_EXPR`: START while a graceful drain that names none is in
+    /// force (unset: no job starts while draining).
+    pub default_draining_start: Option<DrainStart>,
 }
 
 impl Default for Policy {
@@ -122,6 +126,7 @@ impl Policy {
             claim_worklife: (worklife >= 0).then_some(worklife),
             max_claim_alives_missed: int("MAX_CLAIM_ALIVES_MISSED", 6)?,
             alive_interval: int("ALIVE_INTERVAL", 300)?,
+            default_draining_start: draining_start(cfg)?,
         })
     }
 
@@ -132,4 +137,16 @@ impl Policy {
             .find(|(a, _)| a.eq_ignore_ascii_case(attr))
             .map(|(_, e)| e.as_ref())
     }
+}
+
+/// `DEFAULT_DRAINING_START_EXPR`, read as `ResMgr::startDraining` reads it.
+fn draining_start(cfg: &Config) -> Result<Option<DrainStart>, PolicyError> {
+    const KNOB: &str = "DEFAULT_DRAINING_START_EXPR";
+    let Some(e) = cfg.expr(KNOB).map_err(|e| PolicyError::new(KNOB, e))? else {
+        return Ok(None);
+    };
+    Ok(Some(DrainStart {
+        text: e.to_string(),
+        expr: Arc::new(pin_clock(&e)),
+    }))
 }

@@ -16,16 +16,15 @@
 //!
 //! Left out: benchmarking (transitions 3 and 4: Aerie runs no benchmarks, `Unclaimed/Benchmarking`
 //! never happens) and backfill (transitions 7 and 26-32: no backfill manager), COD claims,
-//! periodic checkpoints (no standard universe), hibernation, job hooks, `WANT_HOLD`, and a
-//! drain's `-start` expression (a draining machine takes no new claim here).
+//! periodic checkpoints (no standard universe), hibernation, job hooks and `WANT_HOLD`.
 //!
 //! Using it: read a [`Policy`] once from the configuration (`Policy::from_config`), keep one
 //! [`Slot`] per slot (`Slot::new(now)`), and on every tick (`POLLING_INTERVAL`) and every
-//! protocol event call `slot.step(&Inputs { policy, machine, now, other_slots_drained },
+//! protocol event call `slot.step(&Inputs { policy, machine, now, other_slots_drained, drain },
 //! &event)`, keep `step.slot`, carry out `step.actions` in order, and lay
 //! `slot.attributes()` over the machine ad before advertising it. The caller owns what spans
-//! slots: `other_slots_drained`, a drain's `-check` expression, and coordinating the
-//! retirement of a graceful drain across slots.
+//! slots: `other_slots_drained`, a drain's `-check` expression, and the [`MachineDrain`] that
+//! coordinates a graceful drain's retirement across slots.
 //!
 //! Where the seed's prose and HTCondor disagree, HTCondor's source wins and the code says so:
 //! the order of checks is `ResState::eval_policy` (`src/condor_startd.V6/ResState.cpp`), the
@@ -44,7 +43,7 @@ pub mod retirement;
 pub mod state;
 
 pub use claim::{Claim, Job};
-pub use drain::{DrainRequest, DrainSchedule};
+pub use drain::{DrainRequest, DrainSchedule, DrainStart, MachineDrain};
 pub use event::{Action, Cause, Event, Shutdown, Transition};
 pub use knobs::{Policy, PolicyError};
 pub use machine::{Inputs, Slot, Step};

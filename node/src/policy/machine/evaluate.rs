@@ -2,9 +2,11 @@
 //! `ResState::eval_policy` (`src/condor_startd.V6/ResState.cpp`), with the timers the startd
 //! keeps beside it (MATCH_TIMEOUT, the claim lease, the vacate time, KILLING_TIMEOUT).
 use super::{into_preempting, Run};
+use crate::policy::claim::Claim;
+use crate::policy::drain::DrainSchedule;
 use crate::policy::eval::View;
 use crate::policy::event::{Action, Cause};
-use crate::policy::retirement::retirement_expired;
+use crate::policy::retirement::{max_vacate_time, retirement_expired, retirement_remaining};
 use crate::policy::state::{Activity, State};
 
 impl Run<'_> {
@@ -18,6 +20,7 @@ impl Run<'_> {
     /// One round of HTCondor's `ResState::eval_policy` plus the timers; whether anything
     /// changed.
     pub(super) fn eval_once(&mut self) -> bool {
+        self.end_backfill_when_originals_are_done();
         let view = self.view();
         let now = self.now();
         match self.slot.state {
@@ -74,6 +77,42 @@ impl Run<'_> {
         }
     }
 
+    /// HTCondor's `ResMgr::checkForDrainCompletion`: once no job from before the drain is
+    /// left, the drain's START expression goes (START is false until the drain ends) and the
+    /// jobs accepted while draining lose what retirement they had ([`Self::retirement_over`]).
+    fn end_backfill_when_originals_are_done(&mut self) {
+        if self.inputs.drain.originals_running {
+            return;
+        }
+        if let Some(d) = self.slot.drain.as_mut().filter(|d| d.start.is_some()) {
+            d.start = None;
+            self.dirty = true;
+            tracing::info!(request = %d.id, "final draining: every original job is done, START is false until the drain ends");
+        }
+    }
+
+    /// Whether the claim's retirement is over: HTCondor's `Resource::retirementExpired`. While
+    /// a graceful drain is in force, an idle claim, a job the drained slot's START still takes
+    /// and a job accepted while draining all retire together, when the original job with the
+    /// most retirement left must go ([`crate::policy::MachineDrain`]); other jobs keep their own.
+    fn retirement_over(&self, claim: &Claim, view: &View) -> bool {
+        let now = self.now();
+        let Some(d) = &self.slot.drain else {
+            return retirement_expired(claim, view, now);
+        };
+        let machine = match d.schedule {
+            DrainSchedule::Graceful => self.inputs.drain.retirement_remaining,
+            DrainSchedule::Quick | DrainSchedule::Fast => 0,
+        };
+        let own = retirement_remaining(claim, view, now);
+        let coordinated = self.slot.activity == Activity::Idle
+            || (own > 0
+                && (claim.accepted_while_draining
+                    || view.bool("START", Some(claim.target())) == Some(true)));
+        let remaining = if coordinated { machine } else { own };
+        remaining <= 0 || max_vacate_time(claim, view, now) >= remaining
+    }
+
     pub(super) fn eval_claimed(&mut self, view: &View) -> bool {
         let now = self.now();
         let Some(claim) = self.slot.claim.clone() else {
@@ -90,7 +129,7 @@ impl Run<'_> {
         let has_pre = self.slot.preempting.is_some();
         let may_unretire = self.slot.drain.is_none() && claim.may_unretire && !has_pre;
         let in_retirement = has_pre || !may_unretire;
-        if in_retirement && retirement_expired(&claim, view, now) {
+        if in_retirement && self.retirement_over(&claim, view) {
             if self.slot.cause.is_none() && self.slot.drain.is_some() {
                 self.slot.cause = Some(Cause::Drain);
             }
@@ -150,7 +189,11 @@ impl Run<'_> {
             Some(Cause::StartFalse)
         } else if self.worklife_over() {
             Some(Cause::ClaimWorklife)
-        } else if self.slot.drain.is_some() {
+        } else if self.slot.drain.is_some()
+            && !(claim.accepted_while_draining && claim.activations == 0)
+        {
+            // HTCondor spares a claim still waiting for its activation
+            // (`Claim::waitingForActivation`); here only one accepted while draining.
             Some(Cause::Drain)
         } else {
             return false;

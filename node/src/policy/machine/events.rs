@@ -76,7 +76,10 @@ impl Run<'_> {
             State::Preempting => {
                 return self.refuse(claim_id, "the slot is preempting its claim".into())
             }
-            State::Drained => return self.refuse(claim_id, "the machine is draining".into()),
+            // A drained slot takes a job only under the drain's START expression.
+            State::Drained if self.backfill_start().is_none() => {
+                return self.refuse(claim_id, "the machine is draining".into())
+            }
             State::Claimed if self.slot.drain.is_some() => {
                 return self.refuse(claim_id, "the machine is draining".into())
             }
@@ -99,7 +102,8 @@ impl Run<'_> {
             alive.unwrap_or(policy.alive_interval),
             policy.max_claim_alives_missed,
         );
-        let claim = Claim::new(claim_id, request.clone(), rank, lease, self.now());
+        let mut claim = Claim::new(claim_id, request.clone(), rank, lease, self.now());
+        claim.accepted_while_draining = state == State::Drained;
         if state != State::Claimed {
             self.slot.claim = Some(claim);
             self.slot.matched = None;
@@ -154,7 +158,14 @@ impl Run<'_> {
             return self.refuse_activation(claim_id, "the claim is not Claimed/Idle");
         }
         let view = self.view();
-        if self.slot.preempting.is_some() || self.slot.drain.is_some() || self.worklife_over() {
+        // A claim accepted while draining runs one job; any other claim closes on a drain.
+        let backfill = self
+            .slot
+            .claim
+            .as_ref()
+            .is_some_and(|c| c.accepted_while_draining && c.activations == 0);
+        let draining = self.slot.drain.is_some() && !backfill;
+        if self.slot.preempting.is_some() || draining || self.worklife_over() {
             return self.refuse_activation(claim_id, "the claim is closing");
         }
         // HTCondor's activate_claim: the slot must still match the job ("Slot does not match

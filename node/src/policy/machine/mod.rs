@@ -20,7 +20,7 @@ mod preempt;
 
 use super::attrs::own_attrs;
 use super::claim::Claim;
-use super::drain::DrainRequest;
+use super::drain::{DrainRequest, MachineDrain};
 use super::eval::View;
 use super::event::{Action, Cause, Event, Transition};
 use super::knobs::Policy;
@@ -70,6 +70,8 @@ pub struct Inputs<'a> {
     pub now: i64,
     /// Every other slot of the machine is Drained (transition 33; true on a one-slot machine).
     pub other_slots_drained: bool,
+    /// A graceful drain across the machine's slots ([`MachineDrain::of`]).
+    pub drain: MachineDrain,
 }
 
 /// The result of a step.
@@ -176,6 +178,11 @@ impl Run<'_> {
             .as_ref()
             .map(|c| c.id.clone())
             .unwrap_or_default()
+    }
+
+    /// The drain's START expression, while a drained slot may take jobs under it.
+    pub(super) fn backfill_start(&self) -> Option<&super::drain::DrainStart> {
+        self.slot.drain.as_ref().and_then(|d| d.backfill_start())
     }
 
     pub(super) fn has_job(&self) -> bool {

@@ -1,7 +1,9 @@
 //! Tests of the state machine: one per numbered transition of the seed's diagram
 //! (`transitions.rs`), the seed's example policies (`examples.rs`), and the timers, leases,
-//! retirement arithmetic and drains (`timers.rs`). Time is injected: every step happens at an
+//! retirement arithmetic and drains (`timers.rs`), and a graceful drain across slots with its
+//! START expression (`drain.rs`). Time is injected: every step happens at an
 //! explicit second.
+mod drain;
 mod examples;
 mod timers;
 mod transitions;
@@ -51,6 +53,8 @@ pub struct Sim {
     pub slot: Slot,
     pub now: i64,
     pub others_drained: bool,
+    /// What the machine's other slots add to a graceful drain.
+    pub others: MachineDrain,
     /// The access point sends a keep-alive before every tick (off to test leases).
     pub alive: bool,
 }
@@ -64,6 +68,7 @@ impl Sim {
             slot: Slot::new(T0),
             now: T0,
             others_drained: true,
+            others: MachineDrain::default(),
             alive: true,
         }
     }
@@ -83,13 +88,28 @@ impl Sim {
         self
     }
 
-    /// Applies `event` now and keeps the new slot.
+    /// Applies `event` now and keeps the new slot. The machine's drain is this one slot's
+    /// unless a test sets [`Sim::others`] (the other slots' part of it).
     pub fn on(&mut self, event: Event) -> Step {
+        let view = eval::View::new(
+            &self.machine,
+            &self.policy,
+            &self.slot.attributes(),
+            self.now,
+        );
+        let own = MachineDrain::of([(&self.slot, view)], self.now);
+        let drain = MachineDrain {
+            retirement_remaining: own
+                .retirement_remaining
+                .max(self.others.retirement_remaining),
+            originals_running: own.originals_running || self.others.originals_running,
+        };
         let inputs = Inputs {
             policy: &self.policy,
             machine: &self.machine,
             now: self.now,
             other_slots_drained: self.others_drained,
+            drain,
         };
         let step = self.slot.step(&inputs, &event);
         self.slot = step.slot.clone();

@@ -185,6 +185,7 @@ fn drain(schedule: DrainSchedule) -> Event {
         schedule,
         reason: "test".into(),
         resume_on_completion: false,
+        start: None,
     })
 }
 

@@ -509,6 +509,7 @@ fn drain(schedule: DrainSchedule, resume: bool) -> Event {
         schedule,
         reason: "defrag".into(),
         resume_on_completion: resume,
+        start: None,
     })
 }
 
