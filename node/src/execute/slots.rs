@@ -424,6 +424,28 @@ impl SlotManager {
     /// The policy broke claim `claim_id` on `name`: release it in the claim core.
     fn release_in_core(&mut self, name: &str, claim_id: &str, cause: Cause, now: i64) {
         self.deactivating.remove(claim_id);
+        let dynamic = self
+            .startd
+            .slot(name)
+            .is_some_and(|s| matches!(s.kind, SlotKind::Dynamic { .. }));
+        if dynamic && self.pending.values().any(|p| p.slot == name) {
+            // A preempting claim waits for this dynamic slot: it keeps the slot as it is.
+            match self.startd.hand_over(name, claim_id, now) {
+                Ok(job) => {
+                    self.dirty.insert(name.to_string());
+                    tracing::info!(slot = %name, claim = %claim_id, job = %job.job, ?cause, "claim released to a preempting claim");
+                }
+                Err(e) => {
+                    tracing::warn!(slot = %name, claim = %claim_id, error = %e, "handing the slot over")
+                }
+            }
+            self.effects.push(Effect::ClaimEnded {
+                slot: name.to_string(),
+                claim_id: claim_id.to_string(),
+                cause,
+            });
+            return;
+        }
         match self.startd.release(name, claim_id, now) {
             Ok(r) => {
                 if r.removed {
@@ -569,7 +591,8 @@ impl SlotManager {
         let Some(slot) = self.startd.slot(&req.slot) else {
             return no(Refusal::NoSuchSlot.to_string());
         };
-        if matches!(slot.kind, SlotKind::Dynamic { .. }) {
+        // A dynamic slot is claimed only to preempt its job (the negotiator matched its ad).
+        if matches!(slot.kind, SlotKind::Dynamic { .. }) && !req.preempts {
             return no(Refusal::NotClaimable.to_string());
         }
         if !slot.accepts(&req.claim_id, now) {

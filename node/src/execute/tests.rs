@@ -261,6 +261,51 @@ fn a_preempting_claim_waits_for_the_job_to_be_vacated_then_takes_the_slot() {
 }
 
 #[test]
+fn a_preempting_claim_on_a_dynamic_slot_takes_it_over_with_its_resources() {
+    let mut m = manager(&[SlotSpec::plain(1, true, res(2.0))], "");
+    let p = slot(1);
+    let c = claim(&mut m, &p, "", T0);
+    let d = c.claimed_slot.clone();
+    activate(&mut m, &c, "JobMaxVacateTime = 5\n", T0);
+    let cpus = |m: &SlotManager, n: &str| m.slot_ad(n).unwrap().eval_attr("Cpus").as_int();
+    assert_eq!(cpus(&m, &p), Some(1));
+    // Without preempts, a dynamic slot takes no claim.
+    let plain = request(&m, &d, 2, "", false);
+    assert!(matches!(m.request_claim(&plain, T0 + 1), ClaimAnswer::Now(r) if !r.ok));
+    m.take_effects();
+    let req = request(&m, &d, 2, "", true);
+    let ClaimAnswer::Pending(token) = m.request_claim(&req, T0 + 1) else {
+        panic!("a busy dynamic slot answered a preempting claim at once")
+    };
+    assert_eq!(state(&m, &d), "Preempting/Vacating");
+    m.job_exited(&d, &c.claim_id, T0 + 2);
+    let effects = m.take_effects();
+    let reply = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::ClaimDecided { pending, reply } if *pending == token => Some(reply.clone()),
+            _ => None,
+        })
+        .expect("the waiting claim was answered");
+    assert!(reply.ok, "{reply:?}");
+    assert_eq!(reply.claimed_slot, d, "the same dynamic slot");
+    assert_ne!(reply.claim_id, c.claim_id);
+    assert_eq!(state(&m, &d), "Claimed/Idle");
+    assert_eq!(
+        (cpus(&m, &d), cpus(&m, &p)),
+        (Some(1), Some(1)),
+        "nothing returned to the partitionable slot"
+    );
+    let (_, removed) = m.take_changes();
+    assert!(
+        removed.is_empty(),
+        "the dynamic slot was not invalidated: {removed:?}"
+    );
+    activate(&mut m, &reply, "", T0 + 3);
+    assert_eq!(state(&m, &d), "Claimed/Busy");
+}
+
+#[test]
 fn a_partitionable_slot_carves_a_dynamic_slot_and_gets_it_back_on_release() {
     let mut m = manager(&[SlotSpec::plain(1, true, res(2.0))], "");
     let p = slot(1);

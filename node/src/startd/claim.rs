@@ -457,9 +457,6 @@ impl Startd {
     /// slot must be free (or have room to carve).
     pub fn request_claim(&mut self, req: ClaimSpec) -> Result<Claimed, Refusal> {
         let slot = self.slots.get_mut(&req.slot).ok_or(Refusal::NoSuchSlot)?;
-        if matches!(slot.kind, SlotKind::Dynamic { .. }) {
-            return Err(Refusal::NotClaimable);
-        }
         let now = req.job.start;
         if !slot.accepts(&req.claim_id, now) {
             return Err(Refusal::BadClaimId);
@@ -472,7 +469,9 @@ impl Startd {
         }
         slot.newest_term = req.term;
         match &mut slot.kind {
-            SlotKind::Static => {
+            // A dynamic slot is claimed only by the preempting claim it was handed over to
+            // ([`Startd::hand_over`]); while it runs a job, a claim on it is a preemption.
+            SlotKind::Static | SlotKind::Dynamic { .. } => {
                 if let Some(r) = &slot.running {
                     return Err(Refusal::AlreadyClaimed { by: r.job.clone() });
                 }
@@ -533,8 +532,35 @@ impl Startd {
                     parent: Some(parent),
                 })
             }
-            SlotKind::Dynamic { .. } => Err(Refusal::NotClaimable),
         }
+    }
+
+    /// Ends the claim `claim_id` holds on a dynamic slot `slot` at `now` but keeps the slot,
+    /// with a fresh capability, for the preempting claim waiting for it (HTCondor's
+    /// `r_pre` becoming `r_cur` on the same dynamic slot). Gives the job that ran.
+    pub fn hand_over(
+        &mut self,
+        slot: &str,
+        claim_id: &str,
+        now: i64,
+    ) -> Result<RunningJob, String> {
+        let fresh = self.new_claim_id();
+        let s = self
+            .slots
+            .get_mut(slot)
+            .ok_or_else(|| format!("no slot {slot:?}"))?;
+        if s.claim_id != claim_id {
+            return Err(format!("bad claim id for slot {slot:?}"));
+        }
+        let job = s
+            .running
+            .take()
+            .ok_or_else(|| format!("slot {slot:?} is not claimed"))?;
+        s.claim_id = fresh;
+        s.entered = now;
+        let machine = s.machine.clone();
+        self.machine_mut(&machine).busy -= 1;
+        Ok(job)
     }
 
     /// Releases the claim `claim_id` holds on `slot` at `now` (Unix seconds): a static slot
@@ -743,11 +769,25 @@ mod tests {
             sd.request_claim(spec(&sd, "slot1@m1", 1, "3.0")),
             Err(Refusal::Insufficient { .. })
         ));
-        // A dynamic slot cannot be claimed directly.
-        assert_eq!(
+        // A claim on a busy dynamic slot is refused as busy (the preemption path); handed
+        // over, the slot keeps its resources and takes the preempting job.
+        assert!(matches!(
             sd.request_claim(spec(&sd, "slot1_1@m1", 1, "3.0")),
-            Err(Refusal::NotClaimable)
+            Err(Refusal::AlreadyClaimed { .. })
+        ));
+        let d = sd.slot("slot1_1@m1").unwrap().clone();
+        let before = sd.machine("m1").map(|m| m.busy);
+        assert_eq!(sd.hand_over(&d.name, &a.claim_id, 5).unwrap().job, "1.0");
+        assert_eq!(sd.machine("m1").map(|m| m.busy), before.map(|b| b - 1));
+        assert!(sd.slot(&d.name).is_some(), "kept for the preempting claim");
+        assert_ne!(
+            sd.slot(&d.name).unwrap().claim_id,
+            a.claim_id,
+            "fresh capability"
         );
+        let a = sd.request_claim(spec(&sd, "slot1_1@m1", 1, "3.0")).unwrap();
+        assert_eq!((a.slot.as_str(), a.parent.as_deref()), ("slot1_1@m1", None));
+        assert_eq!(sd.slot(&a.slot).unwrap().total, d.total);
         let r = sd.release(&a.slot, &a.claim_id, 10).unwrap();
         assert!(r.removed);
         assert!(sd.slot("slot1_1@m1").is_none());
