@@ -4,9 +4,10 @@
 //! what an admin and a user would see: the slot's `State`/`Activity` in the collector, and the
 //! job's `JobStatus`, `NumJobStarts` and exit in `cmctl q`/`cmctl history`.
 //!
-//! * preemption carried out: by a job the slot's `RANK` prefers, and by a submitter with a
-//!   better user priority (`PREEMPTION_REQUIREMENTS`); the preempted job is idle again at its
-//!   access point and the preempting one runs on the slot;
+//! * preemption carried out: by a job the slot's `RANK` prefers (on a static slot and on a
+//!   partitionable slot's dynamic slot, which the preempting job takes over), and by a
+//!   submitter with a better user priority (`PREEMPTION_REQUIREMENTS`); the preempted job is
+//!   idle again at its access point and the preempting one runs on the slot;
 //! * `cmctl drain`: `-graceful` lets the running job finish within its retirement time and
 //!   leaves the slot Drained, `-fast` kills the job (idle again), `-cancel` undoes both;
 //! * a lost access point (`kill -9`): the node drops the claim once its lease passes, kills
@@ -49,6 +50,8 @@ struct Pool {
     exec: ExecuteNode,
     ap: AccessPoint,
     dir: tempfile::TempDir,
+    /// The slot the test watches ([`SLOT`] unless the test moves to a dynamic slot).
+    watched: String,
 }
 
 impl Pool {
@@ -79,6 +82,7 @@ impl Pool {
             exec,
             ap,
             dir,
+            watched: SLOT.to_string(),
         };
         pool.wait_slot("the slot advertised Unclaimed", |s, _| s == "Unclaimed")
             .await;
@@ -132,7 +136,7 @@ impl Pool {
 
     /// The slot's ad in the collector.
     async fn slot(&self) -> anyhow::Result<Option<ClassAd>> {
-        let c = format!("Name == \"{SLOT}\"");
+        let c = format!("Name == \"{}\"", self.watched);
         Ok(collector_ads(&self.cms[0], "Machine", &c, &[])
             .await?
             .into_iter()
@@ -155,7 +159,8 @@ impl Pool {
                 let now = self.slot().await.ok().flatten();
                 let show = |a: &str| now.as_ref().map(|ad| format!("{:?}", ad.eval_attr(a)));
                 panic!(
-                    "{SLOT}: {e}\nnow State {:?} Activity {:?}\n{}",
+                    "{}: {e}\nnow State {:?} Activity {:?}\n{}",
+                    self.watched,
                     show("State"),
                     show("Activity"),
                     self.logs()
@@ -183,7 +188,7 @@ impl Pool {
             }))
         })
         .await;
-        r.unwrap_or_else(|e| panic!("{SLOT}: {e}\n{}", self.logs()))
+        r.unwrap_or_else(|e| panic!("{}: {e}\n{}", self.watched, self.logs()))
     }
 
     /// `cmctl ARGS` against the CM; fails the test unless it exits 0.
@@ -225,6 +230,11 @@ fn runs(slot: &ClassAd, cluster: i64) -> bool {
 
 /// The preempted job: idle again at its access point, started once, no longer on a host.
 fn assert_back_to_idle(job: &ClassAd, cluster: i64) {
+    assert_back_to_idle_from(job, cluster, SLOT)
+}
+
+/// [`assert_back_to_idle`] for a job that ran on `slot`.
+fn assert_back_to_idle_from(job: &ClassAd, cluster: i64, slot: &str) {
     assert_eq!(int(job, "JobStatus"), Some(IDLE), "job {cluster}");
     assert_eq!(int(job, "NumJobStarts"), Some(1), "job {cluster}");
     assert!(
@@ -233,7 +243,7 @@ fn assert_back_to_idle(job: &ClassAd, cluster: i64) {
     );
     assert_eq!(
         job.eval_attr("LastRemoteHost").as_str(),
-        Some(SLOT),
+        Some(slot),
         "job {cluster}"
     );
     assert!(
@@ -257,6 +267,30 @@ async fn a_job_the_slot_ranks_higher_preempts_the_running_one_which_goes_back_to
     assert_back_to_idle(&plain_ad, plain);
     let urgent_ad = p.job(urgent).expect("the urgent job");
     assert_eq!(int(&urgent_ad, "NumJobStarts"), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_partitionable_slot_a_better_ranked_job_takes_over_the_dynamic_slot() {
+    let exec =
+        "SLOT_TYPE_0_PARTITIONABLE = true\nRANK = ifThenElse(TARGET.Urgent =?= true, 10, 0)\n";
+    let mut p = Pool::start("", exec, "").await;
+    // The one core goes to the plain job's dynamic slot; the urgent job can only preempt it.
+    p.watched = "slot1_1@exec1".into();
+    let plain = p.submit("plain", "/bin/sleep", "300", "request_cpus = 1");
+    p.running(plain, "plain").await;
+    let urgent = p.submit(
+        "urgent",
+        "/bin/sleep",
+        "300",
+        "request_cpus = 1\n+Urgent = true",
+    );
+    let slot = p.running(urgent, "urgent").await;
+    assert_eq!(slot.eval_attr("CurrentRank").as_number(), Some(10.0));
+    assert_eq!(slot.eval_attr("Cpus").as_int(), Some(1));
+    let plain_ad = p
+        .wait_job(plain, "the plain job idle again", status_is(IDLE))
+        .await;
+    assert_back_to_idle_from(&plain_ad, plain, &p.watched);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
