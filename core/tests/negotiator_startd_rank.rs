@@ -185,3 +185,32 @@ fn preempting_rank_is_the_rank_to_beat() {
     let o = run(vec![slot], vec![job("a", 1, 0, &[])], &acct, &cfg);
     assert!(o.matches.is_empty(), "{:?}", o.matches);
 }
+
+/// A busy slot whose job still has retirement time left is no preemption candidate unless
+/// NEGOTIATOR_CONSIDER_EARLY_PREEMPTION is true (`trimStartdAds_PreemptionLogic`).
+#[test]
+fn a_slot_in_retirement_is_preempted_only_with_early_preemption() {
+    let acct = ledger(&[("a@d", 1.0), ("b@d", 1.0)]);
+    let mut slot = busy("b1", "b@d", Some("0"));
+    slot.insert_expr_str("RetirementTimeRemaining", "300")
+        .unwrap();
+    let jobs = || vec![job("a", 1, 0, &[])];
+    let o = run(
+        vec![slot.clone()],
+        jobs(),
+        &acct,
+        &NegotiatorConfig::default(),
+    );
+    assert!(o.matches.is_empty(), "{:?}", o.matches);
+    let lookup =
+        |k: &str| (k == "NEGOTIATOR_CONSIDER_EARLY_PREEMPTION").then(|| "True".to_string());
+    let cfg = NegotiatorConfig::from_lookup(&lookup, &[]).unwrap();
+    assert!(cfg.consider_early_preemption);
+    let o = run(vec![slot], jobs(), &acct, &cfg);
+    let got: Vec<(&str, MatchReason)> = o
+        .matches
+        .iter()
+        .map(|m| (m.slot.as_str(), m.reason))
+        .collect();
+    assert_eq!(got, [("b1", MatchReason::Rank)]);
+}

@@ -7,7 +7,8 @@
 //! * preemption carried out: by a job the slot's `RANK` prefers (on a static slot and on a
 //!   partitionable slot's dynamic slot, which the preempting job takes over), and by a
 //!   submitter with a better user priority (`PREEMPTION_REQUIREMENTS`); the preempted job is
-//!   idle again at its access point and the preempting one runs on the slot;
+//!   idle again at its access point and the preempting one runs on the slot; a preemption
+//!   waits out a retirement longer than the access point's ordinary call deadline;
 //! * `cmctl drain`: `-graceful` lets the running job finish within its retirement time and
 //!   leaves the slot Drained, `-fast` kills the job (idle again), `-cancel` undoes both;
 //! * a lost access point (`kill -9`): the node drops the claim once its lease passes, kills
@@ -27,8 +28,9 @@ use std::time::{Duration, Instant};
 const CM: &str = env!("CARGO_BIN_EXE_aerie-cm-node");
 const NODE: &str = env!("CARGO_BIN_EXE_aerie-node-sim");
 const CMCTL: &str = env!("CARGO_BIN_EXE_aerie-cmctl");
-/// Every wait is bounded by this; the conditions normally hold within seconds.
-const WAIT: Duration = Duration::from_secs(40);
+/// Every wait is bounded by this; the conditions normally hold within seconds (the longest,
+/// a 38 s retirement, within 45).
+const WAIT: Duration = Duration::from_secs(60);
 const DOMAIN: &str = "pool.test";
 const SLOT: &str = "slot1@exec1";
 
@@ -267,6 +269,44 @@ async fn a_job_the_slot_ranks_higher_preempts_the_running_one_which_goes_back_to
     assert_back_to_idle(&plain_ad, plain);
     let urgent_ad = p.job(urgent).expect("the urgent job");
     assert_eq!(int(&urgent_ad, "NumJobStarts"), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preempting_claim_waits_out_a_retirement_longer_than_an_ordinary_calls_deadline() {
+    // The access point's calls to a node time out after 30 s; a preempting claim is answered
+    // only once the running job has retired (38 s here), so it must wait longer.
+    // Early preemption: the negotiator preempts a job that still has retirement time left.
+    // (Retirement counts as over once no more than the vacate time is left: 40 - 2 s.)
+    let exec = "RANK = ifThenElse(TARGET.Urgent =?= true, 10, 0)\nMAXJOBRETIREMENTTIME = 40\n\
+        MachineMaxVacateTime = 2\n";
+    let p = Pool::start("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION = True\n", exec, "").await;
+    let plain = p.submit("plain", "/bin/sleep", "300", "");
+    p.running(plain, "plain").await;
+    let asked = Instant::now();
+    let urgent = p.submit("urgent", "/bin/sleep", "300", "+Urgent = true");
+    p.wait_slot("the plain job retiring", |s, a| {
+        s == "Claimed" && a == "Retiring"
+    })
+    .await;
+    p.running(urgent, "urgent").await;
+    assert!(
+        asked.elapsed() >= Duration::from_secs(32),
+        "the plain job kept its retirement ({:?})",
+        asked.elapsed()
+    );
+    // The one claim call waited: it neither timed out nor was it matched again.
+    let ap_log = p.ap.daemon.log_text();
+    assert!(!ap_log.contains("claim failed"), "{}", p.logs());
+    assert_eq!(
+        ap_log.matches("slot claimed job=2.0").count(),
+        1,
+        "{}",
+        p.logs()
+    );
+    let plain_ad = p
+        .wait_job(plain, "the plain job idle again", status_is(IDLE))
+        .await;
+    assert_back_to_idle(&plain_ad, plain);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

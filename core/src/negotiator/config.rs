@@ -75,6 +75,10 @@ pub struct NegotiatorConfig {
     pub slot_constraint: Option<Expr>,
     /// `NEGOTIATOR_CONSIDER_PREEMPTION` (true): claimed slots are candidates.
     pub consider_preemption: bool,
+    /// `NEGOTIATOR_CONSIDER_EARLY_PREEMPTION` (false): claimed slots whose job still has
+    /// retirement time left (`RetirementTimeRemaining > 0`) are candidates too; the preempting
+    /// job then waits out that retirement (`Matchmaker::trimStartdAds_PreemptionLogic`).
+    pub consider_early_preemption: bool,
     /// `NEGOTIATOR_PRE_JOB_RANK` (see [`DEFAULT_PRE_JOB_RANK`]); `None` sorts as `-FLT_MAX`.
     pub pre_job_rank: Option<Expr>,
     /// `NEGOTIATOR_POST_JOB_RANK` (see [`DEFAULT_POST_JOB_RANK`]).
@@ -144,6 +148,7 @@ impl Default for NegotiatorConfig {
             accountant: AccountantParams::default(),
             slot_constraint: None,
             consider_preemption: true,
+            consider_early_preemption: false,
             pre_job_rank: Some(must(DEFAULT_PRE_JOB_RANK)),
             post_job_rank: Some(must(DEFAULT_POST_JOB_RANK)),
             preemption_requirements: Some(Expr::boolean(false)),
@@ -360,8 +365,12 @@ impl NegotiatorConfig {
                 };
             }
         }
-        let bools: [(&str, &mut bool); 11] = [
+        let bools: [(&str, &mut bool); 12] = [
             ("NEGOTIATOR_CONSIDER_PREEMPTION", &mut c.consider_preemption),
+            (
+                "NEGOTIATOR_CONSIDER_EARLY_PREEMPTION",
+                &mut c.consider_early_preemption,
+            ),
             (
                 "PREEMPTION_REQUIREMENTS_STABLE",
                 &mut c.preemption_requirements_stable,

@@ -162,7 +162,7 @@ pub(super) fn prepare<'a>(
                 figures.trimmed += 1;
                 continue;
             }
-            if num_h(ad, &sn.retirement).unwrap_or(0.0) > 0.0 {
+            if !cfg.consider_early_preemption && num_h(ad, &sn.retirement).unwrap_or(0.0) > 0.0 {
                 figures.trimmed += 1;
                 continue;
             }

@@ -167,8 +167,22 @@ impl Node {
                 }
                 Effect::ClaimDecided { pending, reply } => {
                     metrics::claim(reply.ok);
-                    if let Some(tx) = lock(&self.pending).remove(&pending) {
-                        let _ = tx.send(reply);
+                    let waiter = lock(&self.pending).remove(&pending);
+                    let unheard = match waiter {
+                        Some(tx) => tx.send(reply).err(),
+                        None => Some(reply),
+                    };
+                    // The access point gave up waiting (it stopped, or the path to it broke):
+                    // nobody holds the new claim, so it is released now rather than when its
+                    // lease passes.
+                    if let Some(r) = unheard.filter(|r| r.ok) {
+                        tracing::info!(slot = %r.claimed_slot, claim = %r.claim_id, "the preempting claim's requester is gone; releasing the claim");
+                        let released = self.with_mgr(|m| {
+                            m.release_claim(&r.claimed_slot, &r.claim_id, unix_now())
+                        });
+                        if let Err(e) = released {
+                            tracing::warn!(slot = %r.claimed_slot, error = %e, "releasing an unheard claim");
+                        }
                     }
                 }
                 Effect::ClaimEnded {

@@ -25,13 +25,35 @@ use tonic::transport::Channel;
 /// job idle again): by then the startd's lease has passed too.
 pub const MAX_MISSED_ALIVES: u32 = 3;
 
+/// Deadline of an ordinary call to an execute node.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a call to an execute node may wait for its answer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Wait {
+    /// At most [`CALL_TIMEOUT`].
+    Bounded,
+    /// Until answered: a preempting claim is answered only once the slot's job has retired
+    /// and vacated, which `MaxJobRetirementTime` may make hours (HTCondor's schedd likewise
+    /// waits on its claim socket). HTTP/2 keep-alives end the wait when the node or the path
+    /// to it is gone.
+    UntilAnswered,
+}
+
 /// "<host:port>" or "host:port" to a channel to it.
-async fn channel(addr: &str) -> Result<Channel, String> {
+async fn channel(addr: &str, wait: Wait) -> Result<Channel, String> {
     let bare = crate::sim::bare_addr(addr);
-    aerie_security::transport::endpoint(bare, aerie_security::Role::Execute)
+    let endpoint = aerie_security::transport::endpoint(bare, aerie_security::Role::Execute)
         .map_err(|e| format!("{addr}: {e}"))?
-        .connect_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_secs(30))
+        .connect_timeout(Duration::from_secs(3));
+    let endpoint = match wait {
+        Wait::Bounded => endpoint.timeout(CALL_TIMEOUT),
+        Wait::UntilAnswered => endpoint
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .keep_alive_while_idle(true),
+    };
+    endpoint
         .connect()
         .await
         .map_err(|e| format!("cannot reach {addr}: {e}"))
@@ -45,7 +67,19 @@ async fn startd_call<R, F>(addr: &str, call: impl FnOnce(StartdClient) -> F) -> 
 where
     F: std::future::Future<Output = Result<tonic::Response<R>, tonic::Status>>,
 {
-    let c = StartdClient::new(channel(addr).await?);
+    startd_call_waiting(addr, Wait::Bounded, call).await
+}
+
+/// [`startd_call`], waiting as `wait` says.
+async fn startd_call_waiting<R, F>(
+    addr: &str,
+    wait: Wait,
+    call: impl FnOnce(StartdClient) -> F,
+) -> Result<R, String>
+where
+    F: std::future::Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+{
+    let c = StartdClient::new(channel(addr, wait).await?);
     call(c)
         .await
         .map(|r| r.into_inner())
@@ -57,7 +91,7 @@ async fn execute_call<R, F>(addr: &str, call: impl FnOnce(ExecuteClient) -> F) -
 where
     F: std::future::Future<Output = Result<tonic::Response<R>, tonic::Status>>,
 {
-    let c = ExecuteClient::new(channel(addr).await?)
+    let c = ExecuteClient::new(channel(addr, Wait::Bounded).await?)
         .max_encoding_message_size((files::MAX_INPUT_BYTES as usize) + (1 << 20));
     call(c)
         .await
@@ -188,10 +222,14 @@ impl Schedd {
             // The leader's signature, forwarded untouched: the startd checks it.
             signed: g.signed.clone(),
         };
-        let reply = startd_call(
-            &g.startd_addr,
-            |mut c| async move { c.request_claim(req).await },
-        )
+        let wait = if g.preempts {
+            Wait::UntilAnswered
+        } else {
+            Wait::Bounded
+        };
+        let reply = startd_call_waiting(&g.startd_addr, wait, |mut c| async move {
+            c.request_claim(req).await
+        })
         .await;
         let reply = match reply {
             Ok(r) if r.ok => r,
