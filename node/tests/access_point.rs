@@ -522,6 +522,23 @@ async fn as_leader(running: &Running) -> pb::access_point_client::AccessPointCli
     pb::access_point_client::AccessPointClient::new(ch)
 }
 
+/// The idle jobs the access point offers the leader (`GetRequests`, whole ads).
+async fn idle_jobs(
+    leader: &mut pb::access_point_client::AccessPointClient<Channel>,
+) -> Vec<String> {
+    leader
+        .get_requests(pb::RequestsRequest {
+            term: 1,
+            cycle: 1,
+            negotiator: "cm1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+}
+
 async fn fake_node() -> (FakeNode, String) {
     let node = FakeNode::default();
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -560,17 +577,7 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
     submit(&mut c, dir.path(), 2, "").await;
     let other = submit(&mut c, dir.path(), 1, "RequestCpus = 2").await;
     let mut leader = as_leader(&running).await;
-    let idle = leader
-        .get_requests(pb::RequestsRequest {
-            term: 1,
-            cycle: 1,
-            negotiator: "cm1".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs;
+    let idle = idle_jobs(&mut leader).await;
     assert_eq!(idle.len(), 3);
     let (node, addr) = fake_node().await;
     let grant = |job: &str| pb::Grant {
@@ -944,6 +951,127 @@ async fn rm_hold_vacate_and_a_lost_claim_stop_a_running_job_first() {
     running.schedd.keep_alive_once().await;
     assert_eq!(status_of(&mut c, "1.2").await, Some(1));
     assert!(running.schedd.lock().claims.is_empty());
+    drop((c, leader));
+    running.stop().await;
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+#[tokio::test]
+async fn deferred_jobs_wait_for_their_time_late_ones_are_held_and_crontab_jobs_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\ncat\n").unwrap();
+    std::fs::write(dir.path().join("in.txt"), "hello\n").unwrap();
+    let conf = dir.path().join("ap.conf");
+    std::fs::write(&conf, "PERIODIC_EXPR_INTERVAL = 1\n").unwrap();
+    let mut a = args(dir.path());
+    a.config = Some(conf);
+    let running: Running = start(&a).await.unwrap();
+    let mut c = connect_as(a.socket.clone(), None).await;
+    let now = unix_now();
+    // Due in 3 s, matched up to 100 s before: offered now, started on its time. Due in
+    // 100 s with no preparation time: not offered yet. Its window passed long ago: held.
+    // (Each its own autocluster, so the claim takes no other.)
+    let mut clusters = Vec::new();
+    for extra in [
+        format!(
+            "DeferralTime = {}\nDeferralPrepTime = 100\nDeferralWindow = 60",
+            now + 3
+        ),
+        format!(
+            "DeferralTime = {}\nDeferralPrepTime = 0\nRequestCpus = 2",
+            now + 100
+        ),
+        format!(
+            "DeferralTime = {}\nDeferralWindow = 10\nRequestCpus = 3",
+            now - 100
+        ),
+    ] {
+        clusters.push(submit(&mut c, dir.path(), 1, &extra).await);
+    }
+    let [early, later, late] = clusters[..] else {
+        unreachable!()
+    };
+    // Every hour at minute 0: its DeferralTime is the next top of the hour.
+    let cron = submit(&mut c, dir.path(), 1, "CronMinute = \"0\"\nRequestCpus = 4").await;
+    let q = query(&mut c, &format!("ClusterId == {cron}"), false).await;
+    let t = q[0].eval_attr("DeferralTime").as_int().unwrap();
+    assert!(t > now && t <= now + 3660 && t % 60 == 0, "{t}");
+    let mut leader = as_leader(&running).await;
+    let idle = idle_jobs(&mut leader).await;
+    let offered: Vec<i64> = idle
+        .iter()
+        .map(|a| {
+            classad::parse_ad(a)
+                .unwrap()
+                .eval_attr("ClusterId")
+                .as_int()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(offered, [early]);
+    let (node, addr) = fake_node().await;
+    let grant = |job: String| pb::Grant {
+        job,
+        slot: "slot1@node".into(),
+        startd_addr: addr.clone(),
+        claim_id: "grant-claim".into(),
+        weight: 1.0,
+        ..Default::default()
+    };
+    let r = leader
+        .deliver_grants(pb::GrantBatch {
+            term: 2,
+            cycle: 1,
+            leader_id: 1,
+            grants: vec![grant(format!("{early}.0")), grant(format!("{later}.0"))],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.results[0].accepted, "{:?}", r.results);
+    assert!(r.results[1].error.contains("deferred"), "{:?}", r.results);
+    let seen = node.0.clone();
+    until("the slot to be claimed", || {
+        !seen.lock().unwrap().claims.is_empty()
+    })
+    .await;
+    // Claimed at once, activated only at its DeferralTime.
+    assert!(seen.lock().unwrap().activations.is_empty());
+    until("the deferred job to be activated", || {
+        !seen.lock().unwrap().activations.is_empty()
+    })
+    .await;
+    assert!(unix_now() >= now + 3);
+    until("the late job to be held", || {
+        let st = running.schedd.lock();
+        st.queue
+            .get(aerie_node::schedd::job::JobId::new(late, 0))
+            .is_some_and(|a| a.eval_attr("JobStatus").as_int() == Some(5))
+    })
+    .await;
+    let held = query(&mut c, &format!("ClusterId == {late}"), false).await;
+    assert_eq!(
+        held[0].eval_attr("HoldReason").as_str(),
+        Some("Job missed deferred execution time")
+    );
+    assert_eq!(held[0].eval_attr("HoldReasonCode").as_int(), Some(20));
+    until("the deferred job to complete", || {
+        let st = running.schedd.lock();
+        st.queue
+            .get(aerie_node::schedd::job::JobId::new(early, 0))
+            .is_none()
+    })
+    .await;
+    let h = query(&mut c, &format!("ClusterId == {early}"), true).await;
+    assert_eq!(h[0].eval_attr("JobStatus").as_int(), Some(4));
+    assert!(h[0].eval_attr("JobStartDate").as_int().unwrap() >= now + 3);
     drop((c, leader));
     running.stop().await;
 }

@@ -22,6 +22,7 @@ const COMPARED: &[&str] = &[
     "StartdIpAddr",
     "UidDomain",
     "FileSystemDomain",
+    "HasJobDeferral",
     "SlotID",
     "SlotTypeID",
     "SlotType",

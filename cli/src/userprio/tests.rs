@@ -126,6 +126,8 @@ fn flat_pool() -> Vec<AccountingRecord> {
         "<none>",
     );
     bob.ceiling = Some(10.0);
+    let mut quiet = rec("quiet@pool", 650.0, 1000.0, 0.0, 0.0, 0, 0, "<none>");
+    quiet.last_usage_time = None;
     vec![
         rec(
             "alice@pool",
@@ -140,6 +142,9 @@ fn flat_pool() -> Vec<AccountingRecord> {
         bob,
         group("<none>", 0.5, 4.0, 7560.0, T, 0.0, "byquota", None),
         rec("carol@pool", 700.0, 1000.0, 0.0, 0.0, 0, 0, "<none>"),
+        // Never used, and no LastUsageTime at all (a group the ledger has no row for yet):
+        // condor_userprio reads it as 0, then -1, as carol's.
+        quiet,
         rec(
             "nice-user.dan@pool",
             123456789012.0,
@@ -303,6 +308,44 @@ fn escaped_pool() -> Vec<AccountingRecord> {
         at("q\\\"x@pool", 900.0),
         group("<none>", 0.5, 4.0, 14400.0, T, 0.0, "byquota", None),
     ]
+}
+
+#[test]
+fn a_record_without_last_usage_is_hidden_by_default_as_condor_userprio_hides_it() {
+    // Without -allusers condor_userprio shows the submitters used in the last day of the
+    // real clock: the records are dated now, and ours is rendered at the same now.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let mut quiet = rec("quiet@pool", 500.0, 1000.0, 0.0, 0.0, 0, 0, "<none>");
+    quiet.last_usage_time = None;
+    let recs = vec![
+        rec(
+            "alice@pool",
+            600.0,
+            1000.0,
+            1.0,
+            3600.0,
+            now - 7200,
+            now - 60,
+            "<none>",
+        ),
+        rec("carol@pool", 500.0, 1000.0, 0.0, 0.0, 0, 0, "<none>"),
+        quiet,
+    ];
+    let ad = AccountingAd {
+        last_update: Some(now),
+        records: recs.clone(),
+    }
+    .to_long();
+    let want = oracle("never-default", &ad, &[]);
+    let p = parse(&[], now).expect("flags parse");
+    let got = table::render(&recs, &p.opts, now);
+    assert_eq!(
+        got, want,
+        "--- ours ---\n{got}\n--- condor_userprio ---\n{want}"
+    );
 }
 
 #[test]

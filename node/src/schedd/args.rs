@@ -1,9 +1,12 @@
 //! The arguments of `aerie-node access-point`, and the knobs it reads from the HTCondor
 //! configuration (`--config`): `UID_DOMAIN`, `QUEUE_SUPER_USERS`, `GROUP_NAMES`,
 //! `NICE_USER_ACCOUNTING_GROUP_NAME`, `CLAIM_WORKLIFE`, `ALIVE_INTERVAL`,
-//! `PERIODIC_EXPR_INTERVAL` (HTCondor's defaults when unset).
+//! `PERIODIC_EXPR_INTERVAL` (HTCondor's defaults when unset), and what
+//! `use FEATURE : AssignAccountingGroup(MAP_FILE)` sets (see [`super::assign_group`]).
+use super::assign_group::AssignAccountingGroup;
 use super::daemon::Settings;
 use super::queue::SubmitPolicy;
+use super::usermap::UserMap;
 use aerie_config::{Config, Context, LoadOptions};
 use anyhow::Context as _;
 use clap::Args;
@@ -91,6 +94,7 @@ impl AccessPointArgs {
             .context("knob NICE_USER_ACCOUNTING_GROUP_NAME")?
             .filter(|g| !g.is_empty())
             .unwrap_or_else(|| "nice-user".into());
+        let assign_group = assign_group(&cfg)?;
         let claim_worklife = cfg
             .int("CLAIM_WORKLIFE")
             .context("knob CLAIM_WORKLIFE")?
@@ -118,6 +122,7 @@ impl AccessPointArgs {
                 group_names,
                 nice_user_group,
                 only_user,
+                assign_group,
             },
             domain,
             super_users,
@@ -127,5 +132,80 @@ impl AccessPointArgs {
                 .max(Duration::from_secs(1)),
             my_address,
         })
+    }
+}
+
+/// `use FEATURE : AssignAccountingGroup(MAP_FILE [, CHECK_REQUEST])`, as the metaknob leaves
+/// it in the configuration: `AssignAccountingGroup` in `JOB_TRANSFORM_NAMES`, the map in
+/// `CLASSAD_USER_MAPFILE_AssignAccountingGroup`, and `CheckRequestedGroup` in
+/// `SUBMIT_REQUIREMENT_NAMES` unless CHECK_REQUEST is false.
+fn assign_group(cfg: &Config) -> anyhow::Result<Option<AssignAccountingGroup>> {
+    const NAME: &str = "AssignAccountingGroup";
+    let has = |knob: &str, item: &str| -> anyhow::Result<bool> {
+        Ok(cfg
+            .list(knob)
+            .with_context(|| format!("knob {knob}"))?
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(item)))
+    };
+    if !has("JOB_TRANSFORM_NAMES", NAME)? {
+        return Ok(None);
+    }
+    let knob = format!("CLASSAD_USER_MAPFILE_{NAME}");
+    let path = cfg
+        .string(&knob)
+        .with_context(|| format!("knob {knob}"))?
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("JOB_TRANSFORM_NAMES names {NAME} but {knob} is not set"))?;
+    let map =
+        UserMap::load(std::path::Path::new(&path)).map_err(|e| anyhow::anyhow!("{knob}: {e}"))?;
+    Ok(Some(AssignAccountingGroup {
+        map,
+        check_request: has("SUBMIT_REQUIREMENT_NAMES", "CheckRequestedGroup")?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str, dir: &std::path::Path) -> Config {
+        let p = dir.join("ap.conf");
+        std::fs::write(&p, text).unwrap();
+        Config::load(&p, &LoadOptions::for_subsystem("SCHEDD")).unwrap()
+    }
+
+    #[test]
+    fn the_assign_accounting_group_metaknob_names_the_map_and_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("groups.map");
+        std::fs::write(
+            &map,
+            "* Alice group_physics\n* /^student_.*/ group_students\n",
+        )
+        .unwrap();
+        let cfg = config(
+            &format!("use FEATURE : AssignAccountingGroup({})\n", map.display()),
+            dir.path(),
+        );
+        let a = assign_group(&cfg).unwrap().unwrap();
+        assert!(a.check_request);
+        assert_eq!(a.map.lookup("student_1").as_deref(), Some("group_students"));
+        let cfg = config(
+            &format!(
+                "use FEATURE : AssignAccountingGroup({}, false)\n",
+                map.display()
+            ),
+            dir.path(),
+        );
+        assert!(!assign_group(&cfg).unwrap().unwrap().check_request);
+        assert!(assign_group(&config("", dir.path())).unwrap().is_none());
+        std::fs::write(&map, "* Alice\n").unwrap();
+        let cfg = config(
+            &format!("use FEATURE : AssignAccountingGroup({})\n", map.display()),
+            dir.path(),
+        );
+        let e = format!("{:#}", assign_group(&cfg).unwrap_err());
+        assert!(e.contains("groups.map, line 1"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! [`super::job::signature`]) until `CLAIM_WORKLIFE` has passed since it was claimed, as
 //! HTCondor's schedd reuses a match (src/condor_schedd.V6/schedd.cpp, `Scheduler::FindRunnableJob`
 //! and `claimWorklife`).
+use super::deferral;
 use super::job::{self, JobId, Status};
 use super::queue::Queue;
 use std::collections::{HashMap, HashSet};
@@ -72,6 +73,9 @@ impl Claims {
                 "job {job} was running before the access point restarted; its old claim's \
                  lease has not passed yet"
             ));
+        }
+        if !deferral::offered(ad, now) {
+            return Err(format!("job {job} is deferred: not offered at {now}"));
         }
         self.claiming.insert(id);
         self.newest_term = self.newest_term.max(term);
@@ -229,14 +233,18 @@ impl Claims {
     }
 
     /// The idle job of autocluster `signature` a claim or a grant takes: not bound or being
-    /// claimed, not held back; the highest `JobPrio`, then the oldest id.
+    /// claimed, not held back, not deferred to later; the highest `JobPrio`, then the oldest id.
     fn pick(&self, signature: &str, queue: &Queue, now: i64) -> Option<JobId> {
         let mut best: Option<(i64, JobId)> = None;
         for id in queue.idle_of_signature(signature) {
             if self.busy(id) || self.is_held_back(id, now) {
                 continue;
             }
-            let prio = queue.get(id).map_or(0, |ad| job::get_int(ad, "JobPrio", 0));
+            let Some(ad) = queue.get(id) else { continue };
+            if !deferral::offered(ad, now) {
+                continue;
+            }
+            let prio = job::get_int(ad, "JobPrio", 0);
             if best.is_none_or(|(p, _)| prio > p) {
                 best = Some((prio, id));
             }
@@ -245,7 +253,7 @@ impl Claims {
     }
 
     /// The idle jobs the negotiator may match at `now`: idle, not bound or being claimed,
-    /// not held back.
+    /// not held back, not deferred to later ([`deferral::offered`]).
     pub fn idle_ads<'q>(
         &'q self,
         queue: &'q Queue,
@@ -254,7 +262,10 @@ impl Claims {
         queue
             .jobs()
             .filter(move |(id, ad)| {
-                Status::of(ad) == Status::Idle && !self.busy(*id) && !self.is_held_back(*id, now)
+                Status::of(ad) == Status::Idle
+                    && !self.busy(*id)
+                    && !self.is_held_back(*id, now)
+                    && deferral::offered(ad, now)
             })
             .map(|(_, ad)| ad)
     }
@@ -358,6 +369,28 @@ mod tests {
         assert!(e.contains("stale term"), "{e}");
         // A gone job's grant goes to an idle one of its autocluster.
         assert_eq!(c.begin_grant_in(3, "1.7", &ac, &q, 0), Ok(JobId::new(2, 0)));
+    }
+
+    #[test]
+    fn a_deferred_job_is_offered_and_taken_only_from_its_prep_time_to_its_window() {
+        let deferred = "DeferralTime = 1000\nDeferralPrepTime = 100\nDeferralWindow = 50";
+        let mut q = queue(&[(1, deferred), (1, "")]);
+        let mut c = Claims::default();
+        assert_eq!(c.idle_ads(&q, 899).count(), 1);
+        assert_eq!(c.idle_ads(&q, 900).count(), 2);
+        assert_eq!(c.idle_ads(&q, 1051).count(), 1);
+        let e = c.begin_grant(1, "1.0", &q, 899).unwrap_err();
+        assert!(e.contains("deferred"), "{e}");
+        // A claim of their autocluster does not take it early either.
+        let other = c.begin_grant(1, "2.0", &q, 0).unwrap();
+        c.add(claim(&q, other, 0));
+        c.unbind("c1");
+        let done = q.get(other).unwrap().clone();
+        q.apply(&[Change::Finish(other, done)]);
+        assert_eq!(c.next_job("c1", &q, 899, -1), None);
+        assert_eq!(c.next_job("c1", &q, 900, -1), Some(JobId::new(1, 0)));
+        assert_eq!(c.next_job("c1", &q, 1051, -1), None);
+        assert_eq!(c.begin_grant(2, "1.0", &q, 1000), Ok(JobId::new(1, 0)));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! the user commands on them (NewCluster, Submit, Query, Act) with the changes committed
 //! durably before they are answered. The claim's life (grants, claiming, activating, job
 //! events, keep-alives) is in [`super::shadow`]; the gRPC services in [`super::service`].
+use super::assign_group;
 use super::claims::Claims;
 use super::job::{JobId, Status};
 use super::metrics;
@@ -113,6 +114,9 @@ impl Schedd {
             tracing::info!(jobs = requeue.len(), lease_s = lease.as_secs(), "jobs that were running are idle again after the restart, matched once their old claims' leases pass");
         }
         inner.commit(&requeue)?;
+        // Every crontab schedule is recomputed on a restart, as HTCondor's schedd does.
+        let schedules = inner.queue.deferrals(&|_| false, true, now, &chrono::Local);
+        inner.commit(&schedules)?;
         tracing::info!(jobs = inner.queue.len(), next_cluster = inner.queue.next_cluster(), spool = %spool.display(), "job queue open");
         Ok(Arc::new(Schedd {
             inner: Mutex::new(inner),
@@ -146,10 +150,12 @@ impl Schedd {
     /// Submit: queues the cluster's jobs, all or none, synced before it returns.
     pub fn submit(&self, who: &Who, cluster: i64, ads: &[String]) -> Result<u32, SubmitError> {
         let mut st = self.lock();
-        let changes = st
+        let now = now_secs();
+        let mut changes = st
             .queue
-            .submit(cluster, ads, who, &self.settings.policy, now_secs())
+            .submit(cluster, ads, who, &self.settings.policy, now)
             .map_err(SubmitError::Refused)?;
+        queue::schedule_crontabs(&mut changes, now, &chrono::Local);
         self.commit(&mut st, &changes)
             .map_err(SubmitError::Storage)?;
         st.queue.end_reservation(cluster);
@@ -192,11 +198,28 @@ impl Schedd {
     /// Act: changes the jobs, committed; the bound jobs to stop are returned for the caller
     /// to deactivate (see [`super::shadow`]).
     pub fn act(&self, who: &Who, spec: &ActSpec) -> anyhow::Result<ActOutcome> {
+        if spec.action == queue::Action::Edit && self.settings.policy.assign_group.is_some() {
+            if let Some(a) = assign_group::IMMUTABLE
+                .iter()
+                .find(|a| a.eq_ignore_ascii_case(&spec.attribute))
+            {
+                // IMMUTABLE_JOB_ATTRS of the AssignAccountingGroup feature.
+                return Ok(ActOutcome {
+                    errors: vec![format!("attribute {a:?} may not be changed")],
+                    ..Default::default()
+                });
+            }
+        }
         let mut st = self.lock();
-        let out = {
+        let now = now_secs();
+        let mut out = {
             let claims = &st.claims;
-            st.queue.act(spec, who, &|id| claims.busy(id), now_secs())
+            st.queue.act(spec, who, &|id| claims.busy(id), now)
         };
+        if spec.action == queue::Action::Release {
+            // A released crontab job gets its next run (HTCondor recomputes it on release).
+            queue::schedule_crontabs(&mut out.changes, now, &chrono::Local);
+        }
         self.commit(&mut st, &out.changes)?;
         let held = out
             .changes

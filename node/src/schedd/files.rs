@@ -1,6 +1,7 @@
 //! The job's files at the access point, read and written as the job's owner: the input files
 //! sent with the activation (the executable when transferred, `In`, `TransferInput`) and the
-//! output files written back into `Iwd` on exit (stdout and stderr to `Out` and `Err`). This
+//! output files written back into `Iwd` on exit (stdout and stderr to `Out` and `Err`, the
+//! others renamed by `TransferOutputRemaps`, see [`remap`]). This
 //! is the file-transfer half of HTCondor's shadow (src/condor_shadow.V6.1/, and
 //! src/condor_utils/file_transfer.cpp for the names).
 //!
@@ -229,7 +230,74 @@ pub fn output_path(ad: &ClassAd, name: &str) -> Result<Option<PathBuf>, FileErro
             }
         }
     }
+    if let Some(rules) = get_str(ad, "TransferOutputRemaps").filter(|r| !r.trim().is_empty()) {
+        if let Some(target) = remap(&rules, name).map_err(FileError::new)? {
+            if target.contains("://") {
+                return Err(FileError::new(format!(
+                    "TransferOutputRemaps sends {name} to the URL {target}, which this access \
+                     point cannot write to"
+                )));
+            }
+            return Ok(Some(in_iwd(&iwd, &target)));
+        }
+    }
     Ok(Some(Path::new(&iwd).join(name)))
+}
+
+/// The rules of one remap list (`name = target; ...`, condor_submit's
+/// `transfer_output_remaps`), as HTCondor's `filename_remap_find` reads them
+/// (src/condor_utils/filename_tools_cpp.cpp): tabs and newlines dropped, each side trimmed,
+/// `\=` escaped in a name and `\;` in a target, a field without `=` skipped.
+fn remap_rules(rules: &str) -> Vec<(String, String)> {
+    let text: String = rules
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n'))
+        .collect();
+    let mut out = Vec::new();
+    let (mut name, mut cur, mut in_target) = (String::new(), String::new(), false);
+    let mut chars = text.chars().peekable();
+    let mut flush = |name: &mut String, cur: &mut String, in_target: bool| {
+        if in_target {
+            out.push((name.trim().to_string(), cur.trim().to_string()));
+        }
+        name.clear();
+        cur.clear();
+    };
+    while let Some(c) = chars.next() {
+        let delim = if in_target { ';' } else { '=' };
+        match c {
+            '\\' if chars.peek() == Some(&delim) => cur.push(chars.next().unwrap_or(delim)),
+            '=' if !in_target => {
+                name = std::mem::take(&mut cur);
+                in_target = true;
+            }
+            ';' => {
+                flush(&mut name, &mut cur, in_target);
+                in_target = false;
+            }
+            c => cur.push(c),
+        }
+    }
+    flush(&mut name, &mut cur, in_target);
+    out
+}
+
+/// Where `TransferOutputRemaps` (`rules`) sends output file `name`: the first rule naming
+/// it, followed again while its target is itself a rule's name (as HTCondor's
+/// `filename_remap_find` recurses); `None` when no rule names it; an error on a loop.
+pub fn remap(rules: &str, name: &str) -> Result<Option<String>, String> {
+    let rules = remap_rules(rules);
+    let find = |n: &str| rules.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let Some(mut target) = find(name) else {
+        return Ok(None);
+    };
+    for _ in 0..128 {
+        match find(&target) {
+            Some(next) if next != target => target = next,
+            _ => return Ok(Some(target)),
+        }
+    }
+    Err(format!("TransferOutputRemaps loops on {name}"))
 }
 
 /// Writes the job's output files into its `Iwd` as its owner (new files are the owner's;
@@ -341,6 +409,48 @@ mod tests {
         // Err is /dev/null: a file of that base name goes nowhere.
         assert_eq!(output_path(&ad, "null").unwrap(), None);
         assert!(output_path(&ad, "../x").is_err());
+    }
+
+    #[test]
+    fn transfer_output_remaps_rename_outputs_as_htcondor_reads_them() {
+        let rules = " a.dat = out/a.dat ;b\\;1=/abs/b ; nothing; c = c2;c2=c3 ;\tx=y\\=z";
+        assert_eq!(remap(rules, "a.dat").unwrap().as_deref(), Some("out/a.dat"));
+        // `\;` escapes only in a target: a name holding `;` ends at it, as HTCondor's.
+        assert_eq!(remap(rules, "b;1").unwrap(), None);
+        assert_eq!(remap(rules, "1").unwrap().as_deref(), Some("/abs/b"));
+        // A remapped name is remapped again.
+        assert_eq!(remap(rules, "c").unwrap().as_deref(), Some("c3"));
+        assert_eq!(remap(rules, "x").unwrap().as_deref(), Some("y\\=z"));
+        assert_eq!(remap("k=a\\;b", "k").unwrap().as_deref(), Some("a;b"));
+        assert_eq!(remap(rules, "nothing").unwrap(), None);
+        assert!(remap("p=q;q=p", "p").unwrap_err().contains("loops"));
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("out")).unwrap();
+        let ad = job(
+            d.path(),
+            "TransferOutputRemaps = \"a.dat=out/a.dat;r=/tmp/r;u=https://h/u\"\nOut = \"o\"",
+        );
+        write_outputs(
+            &ad,
+            &me(),
+            &[File {
+                name: "a.dat".into(),
+                data: b"1".to_vec(),
+                executable: false,
+            }],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("out/a.dat")).unwrap(),
+            "1"
+        );
+        assert_eq!(
+            output_path(&ad, "r").unwrap(),
+            Some(PathBuf::from("/tmp/r"))
+        );
+        assert_eq!(output_path(&ad, "o").unwrap(), Some(d.path().join("o")));
+        let e = output_path(&ad, "u").unwrap_err();
+        assert!(e.message.contains("URL"), "{e:?}");
     }
 
     #[test]

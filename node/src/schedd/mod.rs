@@ -7,7 +7,9 @@
 //! as its owner.
 //!
 //! One job per module: [`job`] (ids, statuses, attribute names), [`queue`] (the pure rules),
-//! [`store`] (RocksDB), [`claims`] (the pure claim bookkeeping), [`files`] (input and output
+//! [`store`] (RocksDB), [`claims`] (the pure claim bookkeeping), [`deferral`] and
+//! [`crontab`] (when a deferred or crontab job is offered and started, pure), [`usermap`] and
+//! [`assign_group`] (accounting groups from a map file, pure), [`files`] (input and output
 //! files as the owner), [`daemon`] (the queue behind its lock), [`shadow`] (a claim's life),
 //! [`service`] (gRPC), [`ads`] (Submitter and Scheduler ads), [`metrics`], [`args`], [`run`].
 //!
@@ -17,8 +19,11 @@
 //! leases have passed at the execute nodes, so a job never runs twice.
 pub mod ads;
 pub mod args;
+pub mod assign_group;
 pub mod claims;
+pub mod crontab;
 pub mod daemon;
+pub mod deferral;
 pub mod files;
 pub mod job;
 pub mod metrics;
@@ -27,3 +32,4 @@ pub mod run;
 pub mod service;
 pub mod shadow;
 pub mod store;
+pub mod usermap;

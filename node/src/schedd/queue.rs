@@ -7,7 +7,9 @@
 //! HTCondor's equivalents: src/condor_schedd.V6/qmgmt.cpp (submit, the attributes the schedd
 //! owns, `SetAttribute` protections), schedd.cpp (`abort_job`, `holdJob`, `releaseJob`), and
 //! src/condor_utils/user_job_policy.cpp (periodic and on-exit policy expressions).
+use super::assign_group::AssignAccountingGroup;
 use super::job::{self, get_int, get_str, hold_code, JobId, Status};
+use super::{crontab, deferral};
 use classad::{ClassAd, Expr};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -44,6 +46,9 @@ pub struct SubmitPolicy {
     /// When the access point does not run as root it can run only its own user's jobs: that
     /// user's name.
     pub only_user: Option<String>,
+    /// `use FEATURE : AssignAccountingGroup(MAP_FILE)`: every job's accounting group from
+    /// the map, by its owner.
+    pub assign_group: Option<AssignAccountingGroup>,
 }
 
 /// The user commands of [`Queue::act`] (schedd.proto's `Action`).
@@ -363,6 +368,11 @@ impl Queue {
         ad.insert_str("TargetType", "Machine");
         ad.insert_str("Owner", &who.name);
         ad.insert_str("User", &format!("{}@{}", who.name, policy.domain));
+        if let Some(assign) = &policy.assign_group {
+            assign
+                .apply(ad, &who.name)
+                .map_err(|e| format!("job {id}: {e}"))?;
+        }
         let nice = ad.eval_attr("NiceUser").as_bool() == Some(true);
         let mut group = get_str(ad, "AccountingGroup").filter(|g| !g.is_empty());
         if nice && group.is_none() {
@@ -778,6 +788,36 @@ impl Queue {
         (changes, stop)
     }
 
+    /// The deferral and crontab pass over the idle jobs not bound to a claim (`busy`), run
+    /// with the periodic policy (HTCondor's schedd recomputes crontab schedules on its
+    /// timer, `Scheduler::calculateCronTabSchedules`): a crontab job without a
+    /// `DeferralTime`, or whose window has passed, gets its next run; one whose schedule is
+    /// invalid is held; any other job whose deferral window has passed is held with
+    /// HTCondor's "Job missed deferred execution time" (see [`super::deferral`]). `force`
+    /// recomputes every crontab job's next run (on a restart).
+    pub fn deferrals<Tz: chrono::TimeZone>(
+        &self,
+        busy: &dyn Fn(JobId) -> bool,
+        force: bool,
+        now: i64,
+        tz: &Tz,
+    ) -> Vec<Change> {
+        let mut out = Vec::new();
+        for (id, ad) in &self.jobs {
+            if Status::of(ad) != Status::Idle || busy(*id) {
+                continue;
+            }
+            let mut ad = ad.clone();
+            if schedule_crontab(&mut ad, force, now, tz) {
+                out.push(Change::Put(*id, ad));
+            } else if deferral::missed_while_idle(&ad, now) {
+                hold_missed_deferral(&mut ad, now);
+                out.push(Change::Put(*id, ad));
+            }
+        }
+        out
+    }
+
     /// (idle, running, held) jobs per submitter name (see [`job::submitter_name`]).
     pub fn counts(&self, domain: &str) -> BTreeMap<String, (u64, u64, u64)> {
         let mut m: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
@@ -801,6 +841,54 @@ impl Queue {
         }
         m
     }
+}
+
+/// Gives idle crontab job `ad` its next `DeferralTime` when [`crontab::plan`] says so
+/// (`force`: it was just queued, re-queued after a run, or released), or holds it when its
+/// schedule is invalid; true when the ad changed.
+pub fn schedule_crontab<Tz: chrono::TimeZone>(
+    ad: &mut ClassAd,
+    force: bool,
+    now: i64,
+    tz: &Tz,
+) -> bool {
+    if Status::of(ad) != Status::Idle {
+        return false;
+    }
+    match crontab::plan(ad, force, now, tz) {
+        crontab::Plan::Keep => false,
+        crontab::Plan::Defer(t) => {
+            let changed = ad.eval_attr("DeferralTime").as_int() != Some(t);
+            ad.insert_int("DeferralTime", t);
+            changed
+        }
+        crontab::Plan::Invalid(why) => {
+            hold_ad(ad, &why, crontab::INVALID_CRON_SETTINGS, 0, now);
+            true
+        }
+    }
+}
+
+/// [`schedule_crontab`], forced, on the idle jobs `changes` put (a submit, a run's end, a
+/// release).
+pub fn schedule_crontabs<Tz: chrono::TimeZone>(changes: &mut [Change], now: i64, tz: &Tz) {
+    for c in changes {
+        if let Change::Put(_, ad) = c {
+            schedule_crontab(ad, true, now, tz);
+        }
+    }
+}
+
+/// Holds a job that missed its deferral time, as HTCondor's schedd does when its starter
+/// reports `JOB_MISSED_DEFERRAL_TIME`.
+pub fn hold_missed_deferral(ad: &mut ClassAd, now: i64) {
+    hold_ad(
+        ad,
+        deferral::MISSED_REASON,
+        deferral::MISSED_DEFERRED_EXECUTION_TIME,
+        0,
+        now,
+    );
 }
 
 fn release_ad(ad: &mut ClassAd, why: &str, now: i64) {

@@ -10,10 +10,11 @@
 //! `Scheduler::StartJob`, `sendAlives`), src/condor_shadow.V6.1/.
 use super::claims::Claim;
 use super::daemon::{now_secs, Schedd};
+use super::deferral::{self, Start};
 use super::files::{self, FileError};
 use super::job::{self, hold_code, JobId, Status};
 use super::metrics;
-use super::queue::{Change, Exit};
+use super::queue::{self, Change, Exit};
 use aerie_core::negotiator::requests;
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
@@ -276,20 +277,44 @@ impl Schedd {
     /// them. A job that cannot start anywhere is held; a refusal of this slot only puts the
     /// job back to idle and releases the claim.
     async fn activate(self: &Arc<Self>, claim_id: &str, id: JobId) {
-        let (ad, claim) = {
-            let st = self.lock();
-            let ad = st
-                .queue
-                .get(id)
-                .filter(|a| Status::of(a) == Status::Idle)
-                .cloned();
-            (ad, st.claims.get(claim_id).cloned())
-        };
-        let Some(claim) = claim else { return };
-        let Some(ad) = ad else {
-            // Removed or held while it was being claimed.
-            self.job_done(claim_id);
-            return;
+        let (ad, claim) = loop {
+            let (ad, claim) = {
+                let st = self.lock();
+                let ad = st
+                    .queue
+                    .get(id)
+                    .filter(|a| Status::of(a) == Status::Idle)
+                    .cloned();
+                (ad, st.claims.get(claim_id).cloned())
+            };
+            // The claim was lost, or the job let go of it, while it waited.
+            let Some(claim) = claim.filter(|c| c.job == Some(id)) else {
+                return;
+            };
+            let Some(ad) = ad else {
+                // Removed or held while it was being claimed.
+                self.job_done(claim_id);
+                return;
+            };
+            match deferral::at_start(id, &ad, now_secs()) {
+                Start::Now => break (ad, claim),
+                Start::Wait(secs) => {
+                    tracing::info!(job = %id, slot = %claim.slot, secs, "job deferred: the claim waits for its DeferralTime");
+                    tokio::time::sleep(Duration::from_secs(secs)).await;
+                }
+                Start::Missed(detail) => {
+                    tracing::info!(job = %id, slot = %claim.slot, %detail, "job missed its deferred execution time");
+                    self.hold_bound(
+                        claim_id,
+                        id,
+                        deferral::MISSED_REASON,
+                        deferral::MISSED_DEFERRED_EXECUTION_TIME,
+                        0,
+                    );
+                    self.job_done(claim_id);
+                    return;
+                }
+            }
         };
         let owner = job::owner(&ad);
         let read_ad = ad.clone();
@@ -498,7 +523,9 @@ impl Schedd {
                 };
                 {
                     let mut st = self.lock();
-                    let ch = st.queue.exited(id, &exit, now);
+                    let mut ch = st.queue.exited(id, &exit, now);
+                    // A crontab job re-queued by its OnExitRemove gets its next run.
+                    queue::schedule_crontabs(&mut ch, now, &chrono::Local);
                     if let Err(e) = self.commit(&mut st, &ch) {
                         return ex::JobEventReply {
                             ok: false,
@@ -626,15 +653,23 @@ impl Schedd {
         }
     }
 
-    /// Runs the periodic policy once and stops the jobs it holds or removes.
+    /// Runs the periodic policy once and stops the jobs it holds or removes; then the
+    /// deferral and crontab pass ([`queue::Queue::deferrals`]).
     pub async fn periodic_once(self: &Arc<Self>) {
         let stop = {
             let mut st = self.lock();
+            let now = now_secs();
             let (changes, stop) = {
                 let claims = &st.claims;
-                st.queue.periodic(&|id| claims.busy(id), now_secs())
+                st.queue.periodic(&|id| claims.busy(id), now)
             };
             commit_or_log(self, &mut st, &changes, "periodic policy");
+            let deferrals = {
+                let claims = &st.claims;
+                st.queue
+                    .deferrals(&|id| claims.busy(id), false, now, &chrono::Local)
+            };
+            commit_or_log(self, &mut st, &deferrals, "deferral and crontab schedules");
             stop
         };
         if !stop.is_empty() {

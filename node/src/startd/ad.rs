@@ -130,6 +130,10 @@ pub fn slot_ad(
     ad.insert_str("StartdIpAddr", &machine.my_address);
     ad.insert_str("UidDomain", &machine.uid_domain);
     ad.insert_str("FileSystemDomain", &machine.filesystem_domain);
+    // The access point honours a job's DeferralTime before it activates the claim
+    // (node/src/schedd/deferral.rs), so a slot takes deferred and crontab jobs, whose
+    // Requirements condor_submit makes ask for `TARGET.HasJobDeferral`.
+    ad.insert_bool("HasJobDeferral", true);
     ad.insert_int("SlotID", slot.id as i64);
     ad.insert_int("SlotTypeID", spec.type_id as i64);
     // Platform.

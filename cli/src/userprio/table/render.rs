@@ -107,9 +107,8 @@ fn is_none_group(name: &str) -> bool {
 }
 
 impl Line {
-    /// The row of record number `index` (from 1) of `n`; a record never used shows as used at
-    /// `min_last`.
-    fn of(r: &AccountingRecord, index: usize, n: usize, min_last: i64) -> Line {
+    /// The row of record number `index` (from 1) of `n`.
+    fn of(r: &AccountingRecord, index: usize, n: usize) -> Line {
         let is_group = r.is_accounting_group.unwrap_or(false);
         let factor = r.priority_factor.unwrap_or(0.0);
         let acct_group = r
@@ -169,7 +168,9 @@ impl Line {
             requested: r.requested.unwrap_or(0.0),
             factor,
             begin_usage: r.begin_usage_time.unwrap_or(0),
-            last_usage: match r.last_usage_time.unwrap_or(min_last) {
+            // condor_userprio reads a missing LastUsageTime as 0, and 0 as -1 ("never"): such
+            // a row is past every -activefrom and shown only with -allusers.
+            last_usage: match r.last_usage_time.unwrap_or(0) {
                 0 => -1,
                 t => t,
             },
@@ -348,12 +349,12 @@ struct Rows {
 }
 
 impl Rows {
-    fn collect(recs: &[AccountingRecord], min_last: i64) -> Rows {
+    fn collect(recs: &[AccountingRecord]) -> Rows {
         let n = recs.len();
         let lines: Vec<Line> = recs
             .iter()
             .enumerate()
-            .map(|(i, r)| Line::of(r, i + 1, n, min_last))
+            .map(|(i, r)| Line::of(r, i + 1, n))
             .collect();
         Rows {
             avail: lines.iter().fold(0, |a, l| a | l.has),
@@ -501,7 +502,7 @@ pub fn render(recs: &[AccountingRecord], opts: &Opts, last_update: i64) -> Strin
     if recs.is_empty() {
         return String::new();
     }
-    let mut rows = Rows::collect(recs, opts.min_last_usage);
+    let mut rows = Rows::collect(recs);
     let mut layout = Layout::asked(opts);
     layout.drop_empty_columns(rows.avail, opts.dash_quota);
     if rows.need_group_ids {

@@ -27,6 +27,7 @@ fn policy() -> SubmitPolicy {
         group_names: vec![],
         nice_user_group: "nice-user".into(),
         only_user: None,
+        assign_group: None,
     }
 }
 
@@ -412,4 +413,141 @@ fn the_idle_index_follows_every_change() {
     // Rebuilt from the store, the index is the same.
     let again = Queue::new(q.jobs().map(|(_, a)| a.clone()), 1);
     assert_eq!(idle(&again), [JobId::new(1, 0)]);
+}
+
+fn held(q: &Queue, c: i64) -> (Status, String, i64) {
+    let a = q.get(JobId::new(c, 0)).unwrap();
+    (
+        Status::of(a),
+        get_str(a, "HoldReason").unwrap_or_default(),
+        get_int(a, "HoldReasonCode", 0),
+    )
+}
+
+fn deferral_time(q: &Queue, c: i64) -> Option<i64> {
+    q.get(JobId::new(c, 0))
+        .unwrap()
+        .eval_attr("DeferralTime")
+        .as_int()
+}
+
+/// Submits one job as alice at `now`, the crontab schedules applied as the daemon does.
+fn submitted_at(q: &mut Queue, extra: &str, now: i64) -> i64 {
+    let (c, ch) = q.reserve_cluster(&alice());
+    q.apply(&[ch]);
+    let mut changes = q
+        .submit(c, &[ad(c, 0, extra)], &alice(), &policy(), now)
+        .unwrap();
+    schedule_crontabs(&mut changes, now, &chrono::Utc);
+    q.apply(&changes);
+    q.end_reservation(c);
+    c
+}
+
+#[test]
+fn an_idle_job_that_missed_its_deferral_window_is_held_with_htcondors_reason() {
+    let mut q = Queue::new([], 1);
+    let c = submitted_at(&mut q, "DeferralTime = 1000\nDeferralWindow = 60", 100);
+    assert!(q.deferrals(NOT_BUSY, false, 1060, &chrono::Utc).is_empty());
+    // Bound to a claim (waiting for its time there): left to the claim.
+    assert!(q.deferrals(&|_| true, false, 1061, &chrono::Utc).is_empty());
+    let ch = q.deferrals(NOT_BUSY, false, 1061, &chrono::Utc);
+    q.apply(&ch);
+    assert_eq!(
+        held(&q, c),
+        (
+            Status::Held,
+            "Job missed deferred execution time".into(),
+            20
+        )
+    );
+    // Held: the pass leaves it alone.
+    assert!(q.deferrals(NOT_BUSY, false, 5000, &chrono::Utc).is_empty());
+}
+
+#[test]
+fn a_crontab_job_gets_its_deferral_time_at_submit_and_again_after_each_run() {
+    // 2026-11-26 09:30:00 UTC; the schedule is the top of every hour.
+    let now = 1_795_685_400;
+    let (ten, eleven) = (now + 1800, now + 5400);
+    let mut q = Queue::new([], 1);
+    let c = submitted_at(
+        &mut q,
+        "CronMinute = \"0\"\nOnExitRemove = false\nDeferralWindow = 60",
+        now,
+    );
+    assert_eq!(deferral_time(&q, c), Some(ten));
+    let id = JobId::new(c, 0);
+    q.apply(&q.started(id, "slot1@m", ten));
+    let mut ch = q.exited(
+        id,
+        &Exit {
+            code: Some(0),
+            wall: 5.0,
+            ..Default::default()
+        },
+        ten + 5,
+    );
+    schedule_crontabs(&mut ch, ten + 5, &chrono::Utc);
+    q.apply(&ch);
+    // Re-queued with the same id, for the next hour.
+    assert_eq!(status(&q, c, 0), Status::Idle);
+    assert_eq!(deferral_time(&q, c), Some(eleven));
+    assert_eq!(get_int(q.get(id).unwrap(), "NumJobCompletions", 0), 1);
+    // Never matched in its window: the pass moves it to the next run, never holds it.
+    let ch = q.deferrals(NOT_BUSY, false, eleven + 61, &chrono::Utc);
+    q.apply(&ch);
+    assert_eq!(status(&q, c, 0), Status::Idle);
+    assert_eq!(deferral_time(&q, c), Some(eleven + 3600));
+    // A restart recomputes it (forced) even within its window.
+    let ch = q.deferrals(NOT_BUSY, true, eleven + 3600 + 10, &chrono::Utc);
+    q.apply(&ch);
+    assert_eq!(deferral_time(&q, c), Some(eleven + 7200));
+}
+
+#[test]
+fn a_crontab_job_with_an_invalid_schedule_is_held_and_never_runs() {
+    let mut q = Queue::new([], 1);
+    let c = submitted_at(&mut q, "CronMinute = \"61\"", 100);
+    let (s, why, code) = held(&q, c);
+    assert_eq!((s, code), (Status::Held, 25));
+    assert!(
+        why.starts_with(
+            "Invalid cron schedule parameters: Invalid parameter value '61' for CronMinute"
+        ),
+        "{why}"
+    );
+    assert_eq!(deferral_time(&q, c), None);
+}
+
+#[test]
+fn a_submit_takes_its_accounting_group_from_the_map_or_is_refused_whole() {
+    let map =
+        super::super::usermap::UserMap::parse("* alice group_physics\n", "groups.map").unwrap();
+    let p = SubmitPolicy {
+        assign_group: Some(AssignAccountingGroup {
+            map,
+            check_request: true,
+        }),
+        ..policy()
+    };
+    let mut q = Queue::new([], 1);
+    let (c, ch) = q.reserve_cluster(&alice());
+    q.apply(&[ch]);
+    let changes = q.submit(c, &[ad(c, 0, "")], &alice(), &p, 100).unwrap();
+    q.apply(&changes);
+    let a = q.get(JobId::new(c, 0)).unwrap();
+    assert_eq!(
+        get_str(a, "AccountingGroup").as_deref(),
+        Some("group_physics.alice")
+    );
+    assert_eq!(job::submitter_name(a, "d"), "group_physics.alice@d");
+    let (c, ch) = q.reserve_cluster(&bob());
+    q.apply(&[ch]);
+    let ads = [ad(c, 0, ""), ad(c, 1, "")];
+    let e = q.submit(c, &ads, &bob(), &p, 100).unwrap_err();
+    assert_eq!(
+        e,
+        format!("job {c}.0: Submit requirement AssignAccountingGroup not met.")
+    );
 }
