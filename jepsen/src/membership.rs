@@ -323,7 +323,7 @@ mod tests {
             end: open,
         };
         assert_eq!(
-            removal_candidate(&members, Some(1), &[cut.clone()], &[]),
+            removal_candidate(&members, Some(1), std::slice::from_ref(&cut), &[]),
             Some(3)
         );
         let killed = fault(FaultKind::Kill, 4, open);
