@@ -210,7 +210,8 @@ impl Outcome {
     pub fn summary(&self) -> String {
         let (ok, fail, unknown) = self.history.counts();
         format!(
-            "{} partitions, {} process/disk faults, {} status samples, operations ok {ok} \
+            "{} partitions, {} process/disk/clock/membership faults, {} status samples, \
+             operations ok {ok} \
              fail {fail} unknown {unknown}, longest window without an acknowledged write \
              {:?} (from {:?})\n{}",
             self.history.partitions.len(),

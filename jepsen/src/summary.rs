@@ -75,6 +75,7 @@ pub fn render(summary: &Value) -> String {
         v.as_f64()
             .map_or("-".into(), |x| format!("{:.2} s", x / 1000.0))
     };
+    let n = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.0}"));
     let mut out = String::new();
     let mut line = |name: &str, s: &Value| {
         out.push_str(&format!(
@@ -85,9 +86,9 @@ pub fn render(summary: &Value) -> String {
             ms(&s["unavailability_ms"]["p50"]),
             ms(&s["unavailability_ms"]["p99"]),
             ms(&s["unavailability_ms"]["max"]),
-            s["faults_per_run"]["p50"],
-            s["faults_per_run"]["min"],
-            s["faults_per_run"]["max"],
+            n(&s["faults_per_run"]["p50"]),
+            n(&s["faults_per_run"]["min"]),
+            n(&s["faults_per_run"]["max"]),
         ))
     };
     if let Some(m) = summary["scenarios"].as_object() {
@@ -146,6 +147,10 @@ mod tests {
         let text = render(&s);
         assert!(
             text.contains("kill-leader: 3 runs, 2 valid, unavailability p50 2.00 s p99 3.00 s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("faults survived per run p50 2 (min 1, max 3)"),
             "{text}"
         );
         assert!(text.lines().last().unwrap().starts_with("all: 4 runs"));

@@ -78,6 +78,29 @@ fn bands(h: &History) -> Vec<Band> {
     v
 }
 
+/// The row of the nemesis lane each of `bands` (sorted by start) is drawn in: the first row
+/// whose previous band has ended, so overlapping faults (a membership change during a
+/// partition) stack instead of hiding each other's labels. Open bands last until `end`.
+fn rows(bands: &[Band], end: Duration) -> Vec<usize> {
+    let mut free_from: Vec<Duration> = Vec::new();
+    bands
+        .iter()
+        .map(|b| {
+            let until = b.end.unwrap_or(end);
+            match free_from.iter().position(|f| *f <= b.start) {
+                Some(r) => {
+                    free_from[r] = until;
+                    r
+                }
+                None => {
+                    free_from.push(until);
+                    free_from.len() - 1
+                }
+            }
+        })
+        .collect()
+}
+
 /// Who led when: runs of consecutive samples in which the same CM reported `Leader` in the
 /// same term, as (CM, term, first sample, last sample).
 pub fn leader_spans(h: &History) -> Vec<(u64, u64, Duration, Duration)> {
@@ -115,7 +138,10 @@ pub fn render(h: &History, title: &str) -> String {
     let top = 30.0;
     let leader_y = top;
     let nemesis_y = top + LANE + 4.0;
-    let client_y = |p: usize| nemesis_y + (LANE + 4.0) * (p as f64 + 1.0);
+    let rows = rows(&bands, end);
+    let nemesis_rows = rows.iter().max().map_or(1, |r| r + 1);
+    let client_y =
+        |p: usize| nemesis_y + (LANE + 2.0) * nemesis_rows as f64 + 2.0 + (LANE + 4.0) * p as f64;
     let bottom = client_y(processes) + 10.0;
     let height = bottom + 40.0;
     let mut svg = String::new();
@@ -181,15 +207,16 @@ pub fn render(h: &History, title: &str) -> String {
         }
     }
     // The nemesis lane: one labelled bar per fault.
-    for b in &bands {
+    for (b, row) in bands.iter().zip(&rows) {
         let (x0, x1) = (x(b.start), x(b.end.unwrap_or(end)));
+        let y = nemesis_y + (LANE + 2.0) * *row as f64;
         let _ = writeln!(
             svg,
-            r#"<rect x="{x0:.1}" y="{nemesis_y}" width="{:.1}" height="{LANE}" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            r#"<rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="{LANE}" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
             (x1 - x0).max(1.0),
             b.colour,
             x0 + 2.0,
-            nemesis_y + 12.0,
+            y + 12.0,
             esc(&b.label)
         );
     }
@@ -345,11 +372,10 @@ mod tests {
         // the nemesis's and client 0's) spans from 50 ms to the right edge.
         let start = LEFT + WIDTH * 0.05 / 3.05;
         let width = WIDTH - (start - LEFT);
+        // Three overlapping faults: three nemesis rows above the clients.
+        let y = 30.0 + LANE + 4.0 + 3.0 * (LANE + 2.0) + 2.0 + (LANE + 4.0);
         assert!(
-            html.contains(&format!(
-                r#"x="{start:.1}" y="{:.1}" width="{width:.1}""#,
-                30.0 + 3.0 * (LANE + 4.0)
-            )),
+            html.contains(&format!(r#"x="{start:.1}" y="{y:.1}" width="{width:.1}""#)),
             "{html}"
         );
         // The open clock fault runs to the end.
@@ -358,6 +384,25 @@ mod tests {
             r#"class="fault" x="{x0:.1}" y="30" width="{:.1}""#,
             LEFT + WIDTH - x0
         )));
+    }
+
+    #[test]
+    fn overlapping_faults_get_rows_of_their_own_and_later_ones_reuse_them() {
+        let band = |start: u64, end: Option<u64>| Band {
+            label: String::new(),
+            start: ms(start),
+            end: end.map(ms),
+            colour: "",
+        };
+        let b = [
+            band(0, Some(100)),
+            band(50, None),
+            band(60, Some(80)),
+            band(100, Some(200)),
+            band(150, Some(160)),
+        ];
+        assert_eq!(rows(&b, ms(1000)), vec![0, 1, 2, 0, 2]);
+        assert!(rows(&[], ms(1)).is_empty());
     }
 
     #[test]
