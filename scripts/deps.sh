@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # prometheus: promtool and a real Prometheus for the ops/ checks (tests/tests/ops.rs).
-pkgs=(libclang-dev librocksdb-dev protobuf-compiler pkg-config prometheus "$@")
+# faketime: libfaketime, the per-CM clock faults of jepsen/ (jepsen/src/clock.rs).
+pkgs=(libclang-dev librocksdb-dev protobuf-compiler pkg-config prometheus faketime "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -79,6 +79,21 @@ pub enum FaultKind {
     Pause,
     /// Its data directory's file system filled up, then space freed at `end`.
     DiskFull,
+    /// Its wall clock set this many seconds off the true time (libfaketime, see
+    /// [`crate::clock`]), then set right at `end`; its monotonic clock untouched.
+    Clock(i64),
+    /// A Raft membership change ([`crate::membership`]) that began at `start` and was
+    /// committed at `end`.
+    Membership(Change),
+}
+
+/// A Raft membership change, as `cmctl cluster add|remove` makes one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Change {
+    /// A CM started with `--join` on an empty data directory was added as a voter.
+    Add,
+    /// A CM was removed from the voters (and then stopped, as an operator would).
+    Remove,
 }
 
 /// One process or disk fault on one CM over `[start, end]`.

@@ -9,12 +9,16 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod clock;
 pub mod disk;
 pub mod history;
 pub mod linear;
+pub mod membership;
 pub mod net;
 pub mod results;
 pub mod scenario;
+pub mod summary;
+pub mod timeline;
 pub mod workload;
 
 use aerie_tests::{Cluster, Node, TEST_ELECTION_TIMEOUT};
@@ -25,12 +29,14 @@ use std::path::PathBuf;
 /// `cm<i>` at [`net::Net::cm_addr`]`(i)`, through `ip netns exec`. The returned [`Cluster`]
 /// kills, pauses and restarts them as it does loopback CMs; dropping it kills them all.
 /// With `disks`, each CM's data directory is a file system of its own mounted there (drop
-/// the cluster before them).
+/// the cluster before them). With `clocks`, each CM runs under libfaketime with its own
+/// timestamp file ([`clock::Clocks`]).
 pub fn start_cluster(
     net: &net::Net,
     daemon: PathBuf,
     n: u64,
     mut disks: Option<&mut disk::Disks>,
+    clocks: Option<&clock::Clocks>,
 ) -> anyhow::Result<Cluster> {
     aerie_tests::test_pool();
     let dir = tempfile::Builder::new().prefix("aerie-jepsen-").tempdir()?;
@@ -87,6 +93,9 @@ pub fn start_cluster(
         ],
     };
     for id in 1..=n {
+        for (k, v) in clocks.map(|c| c.env(id)).unwrap_or_default() {
+            cluster.set_node_env(id, &k, Some(&v));
+        }
         cluster.restart(id)?;
     }
     Ok(cluster)

@@ -44,9 +44,15 @@ pub fn history_lines(h: &History) -> Vec<Value> {
         }));
     }
     for f in &h.faults {
-        out.push(json!({
+        let mut line = json!({
             "type": fault_name(f.kind), "node": f.node, "start": ms(f.start), "end": ms(f.end),
-        }));
+        });
+        match f.kind {
+            FaultKind::Clock(offset) => line["offset_s"] = json!(offset),
+            FaultKind::Membership(c) => line["change"] = json!(crate::membership::change_name(c)),
+            _ => {}
+        }
+        out.push(line);
     }
     for s in &h.samples {
         out.push(json!({
@@ -61,6 +67,8 @@ fn fault_name(k: FaultKind) -> &'static str {
         FaultKind::Kill => "kill",
         FaultKind::Pause => "pause",
         FaultKind::DiskFull => "disk",
+        FaultKind::Clock(_) => "clock",
+        FaultKind::Membership(_) => "membership",
     }
 }
 
@@ -79,7 +87,7 @@ pub fn results(plan: &Plan, seed: u64, o: &Outcome) -> Value {
             )
         })
         .collect();
-    let count = |k: FaultKind| h.faults.iter().filter(|f| f.kind == k).count();
+    let count = |k: &str| h.faults.iter().filter(|f| fault_name(f.kind) == k).count();
     json!({
         "valid": o.report.valid(),
         "scenario": plan.name,
@@ -88,9 +96,11 @@ pub fn results(plan: &Plan, seed: u64, o: &Outcome) -> Value {
         "invariants": invariants,
         "faults": {
             "partition": h.partitions.len(),
-            "kill": count(FaultKind::Kill),
-            "pause": count(FaultKind::Pause),
-            "disk": count(FaultKind::DiskFull),
+            "kill": count("kill"),
+            "pause": count("pause"),
+            "disk": count("disk"),
+            "clock": count("clock"),
+            "membership": count("membership"),
         },
         "operations": {"ok": ok, "fail": fail, "unknown": unknown},
         "duration_ms": ms(h.ops.iter().map(|op| op.complete).max().unwrap_or_default()),
@@ -160,5 +170,44 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[2]["type"], json!("kill"));
         assert_eq!(lines[2]["end"], Value::Null);
+    }
+
+    #[test]
+    fn clock_and_membership_faults_are_counted_and_written_with_their_detail() {
+        use crate::history::Change;
+        let fault = |kind, node| Fault {
+            kind,
+            node,
+            start: Duration::ZERO,
+            end: Duration::from_secs(1),
+        };
+        let h = History {
+            faults: vec![
+                fault(FaultKind::Clock(-3600), 1),
+                fault(FaultKind::Clock(60), 2),
+                fault(FaultKind::Membership(Change::Add), 4),
+                fault(FaultKind::Membership(Change::Remove), 1),
+                fault(FaultKind::Membership(Change::Add), 5),
+            ],
+            ..Default::default()
+        };
+        let o = Outcome {
+            report: Report::check(&h, &[]),
+            history: h,
+            finals: Vec::new(),
+            unavailable: (Duration::ZERO, Duration::ZERO),
+            logs: Default::default(),
+        };
+        let plan = crate::scenario::plan("membership", 1, Duration::from_secs(1)).unwrap();
+        let r = results(&plan, 1, &o);
+        assert_eq!(
+            r["faults"],
+            json!({"partition": 0, "kill": 0, "pause": 0, "disk": 0, "clock": 2, "membership": 3})
+        );
+        let lines = history_lines(&o.history);
+        assert_eq!(lines[0]["type"], json!("clock"));
+        assert_eq!(lines[0]["offset_s"], json!(-3600));
+        assert_eq!(lines[3]["type"], json!("membership"));
+        assert_eq!(lines[3]["change"], json!("remove"));
     }
 }

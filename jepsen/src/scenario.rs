@@ -3,6 +3,7 @@
 //! The tests and `jepsen/run` both go through [`execute`].
 
 use crate::checker::{unavailability, Report};
+use crate::clock::Clocks;
 use crate::disk::Disks;
 use crate::history::History;
 use crate::net::Net;
@@ -45,6 +46,19 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "mixed",
         "3 CMs: random isolations, kills and pauses of random CMs",
     ),
+    (
+        "clock-jump-leader",
+        "3 CMs under libfaketime: the leader's wall clock jumps 1 min-1 h forward, back, again",
+    ),
+    (
+        "clock-skew",
+        "3 CMs under libfaketime: one CM's wall clock 1 min-1 h off for the whole run",
+    ),
+    (
+        "membership",
+        "3 CMs: add a 4th while one is killed, replace one while it is cut off, remove one \
+         while it is paused",
+    ),
 ];
 
 /// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
@@ -60,13 +74,33 @@ pub struct Plan {
     pub tail: Duration,
     /// Whether each CM's data directory is a file system of its own ([`crate::disk`]).
     pub disks: bool,
+    /// CMs the schedule may add ([`Step::AddMember`]), ids `cms+1..=cms+spares`: each gets
+    /// a namespace and a client from the start (answering nothing until started).
+    pub spares: u64,
+    /// Whether the CMs run under libfaketime ([`crate::clock`]), and each one's clock
+    /// offset from its start in seconds (absent: 0).
+    pub clocks: Option<BTreeMap<u64, i64>>,
 }
 
 /// The schedule of scenario `name`, its faults lasting about `time`, random choices drawn
 /// from `seed`.
 pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
     let hold = |fault: Step, undo: Step| vec![fault, Step::Sleep(time), undo];
+    let (mut spares, mut clocks) = (0, None);
     let (cms, steps, disks) = match name {
+        "clock-jump-leader" => {
+            clocks = Some(BTreeMap::new());
+            (3, crate::clock::jumps(seed, time), false)
+        }
+        "clock-skew" => {
+            clocks = Some(crate::clock::skew(seed, 3));
+            // The skew is there from the start; the schedule just lets it run.
+            (3, vec![Step::Sleep(time)], false)
+        }
+        "membership" => {
+            spares = 2;
+            (3, membership(3, time), false)
+        }
         "isolate-leader" => (3, hold(Step::Isolate(Target::Leader), Step::Heal), false),
         "isolate-follower" => (3, hold(Step::Isolate(Target::Follower), Step::Heal), false),
         "flapping" => (3, flapping(seed, 3, time), false),
@@ -96,7 +130,39 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         steps,
         tail: Duration::from_secs(5),
         disks,
+        spares,
+        clocks,
     })
+}
+
+/// The membership schedule of `n` CMs (adding CMs `n+1` and `n+2`), each change made while
+/// another fault is in place, the faults held about `time / 3` each: a follower killed, CM
+/// `n+1` added, the follower restarted; a follower cut off and replaced by CM `n+2` (removed,
+/// a fresh CM added), healed; a follower paused and removed. The cluster ends with `n`
+/// members.
+pub fn membership(n: u64, time: Duration) -> Vec<Step> {
+    let hold = (time / 3).max(Duration::from_secs(1));
+    let settle = Duration::from_secs(1);
+    vec![
+        Step::Kill(Target::Follower),
+        Step::Sleep(settle),
+        Step::AddMember(n + 1),
+        Step::Sleep(hold),
+        Step::Restart,
+        Step::Sleep(settle),
+        Step::Isolate(Target::Follower),
+        Step::Sleep(settle),
+        Step::RemoveMember(Target::Follower),
+        Step::AddMember(n + 2),
+        Step::Sleep(hold),
+        Step::Heal,
+        Step::Sleep(settle),
+        Step::Pause(Target::Follower),
+        Step::Sleep(settle),
+        Step::RemoveMember(Target::Follower),
+        Step::Sleep(hold),
+        Step::Resume,
+    ]
 }
 
 /// A mixed schedule over `total`, replayable from `seed`: one fault at a time (isolate, kill
@@ -144,7 +210,8 @@ impl Outcome {
     pub fn summary(&self) -> String {
         let (ok, fail, unknown) = self.history.counts();
         format!(
-            "{} partitions, {} process/disk faults, {} status samples, operations ok {ok} \
+            "{} partitions, {} process/disk/clock/membership faults, {} status samples, \
+             operations ok {ok} \
              fail {fail} unknown {unknown}, longest window without an acknowledged write \
              {:?} (from {:?})\n{}",
             self.history.partitions.len(),
@@ -162,18 +229,27 @@ impl Outcome {
 /// reads every CM's final state and checks the history. An error (the harness could not run
 /// the scenario) carries every CM's log.
 pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
-    let net = Net::create(plan.cms)?;
+    let net = Net::create(plan.cms + plan.spares)?;
+    let clocks = match &plan.clocks {
+        Some(skews) => Some(Clocks::new(1..=plan.cms, skews)?),
+        None => None,
+    };
     let mut disks = if plan.disks {
         Some(Disks::new()?)
     } else {
         None
     };
-    let cluster = crate::start_cluster(&net, daemon, plan.cms, disks.as_mut())?;
+    let cluster = crate::start_cluster(&net, daemon, plan.cms, disks.as_mut(), clocks.as_ref())?;
     let cluster = Mutex::new(cluster);
-    let cms: Vec<(u64, String)> = (1..=plan.cms).map(|id| (id, Net::cm_addr(id))).collect();
+    let cms: Vec<(u64, String)> = (1..=plan.cms + plan.spares)
+        .map(|id| (id, Net::cm_addr(id)))
+        .collect();
     let result = net.run_client(|| async {
-        wait_leader(&cms, Duration::from_secs(30)).await?;
+        wait_leader(&cms[..plan.cms as usize], Duration::from_secs(30)).await?;
         let run = Run::new(cms.clone());
+        if let Some(skews) = &plan.clocks {
+            crate::clock::record_skews(&run, skews);
+        }
         let clients = futures_join_all((0..cms.len()).map(|p| run.client(p)).collect());
         let (nemesis, _, _) = tokio::join!(
             async {
@@ -185,9 +261,15 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             clients,
         );
         nemesis?;
-        wait_leader(&cms, Duration::from_secs(30)).await?;
+        // The final reads go through every CM that is a member at the end.
+        let members: Vec<(u64, String)> = run
+            .current_members(&cluster)?
+            .into_iter()
+            .map(|id| (id, Net::cm_addr(id)))
+            .collect();
+        wait_leader(&members, Duration::from_secs(30)).await?;
         let mut finals = Vec::new();
-        for (id, addr) in &cms {
+        for (id, addr) in &members {
             let m = eventually(
                 &format!("a linearizable read via CM {id}"),
                 Duration::from_secs(30),
@@ -205,7 +287,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     let cluster = cluster
         .into_inner()
         .map_err(|_| anyhow!("the cluster is poisoned"))?;
-    let logs: BTreeMap<u64, String> = cms.iter().map(|(id, _)| (*id, cluster.log(*id))).collect();
+    let logs: BTreeMap<u64, String> = cluster
+        .ids()
+        .into_iter()
+        .map(|id| (id, cluster.log(id)))
+        .collect();
     let (history, finals) = result.map_err(|e| {
         anyhow!(
             "jepsen run {} failed: {e:#}\n{}",
@@ -217,6 +303,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     })?;
     drop(cluster);
     drop(disks);
+    drop(clocks);
     drop(net);
     let report = Report::check(&history, &finals);
     let first_fault = history
@@ -260,6 +347,14 @@ mod tests {
             let p = plan(name, 1, Duration::from_secs(10)).unwrap();
             assert!(!p.steps.is_empty(), "{name}");
             assert!(p.cms == 3 || p.cms == 5, "{name}");
+            assert_eq!(
+                p.spares,
+                p.steps
+                    .iter()
+                    .filter(|s| matches!(s, Step::AddMember(_)))
+                    .count() as u64,
+                "{name}"
+            );
         }
         let e = plan("nope", 1, Duration::from_secs(1)).unwrap_err();
         assert!(format!("{e}").contains("kill-leader"), "{e}");

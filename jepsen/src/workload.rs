@@ -57,6 +57,15 @@ pub enum Step {
     FreeDisk,
     /// Let the workload run.
     Sleep(Duration),
+    /// Set one CM's wall clock this many seconds off the true time (see [`crate::clock`]).
+    Clock(Target, i64),
+    /// Set right every clock a [`Step::Clock`] moved.
+    ResetClocks,
+    /// Start a new CM with this id on a fresh data directory and add it as a voter (see
+    /// [`crate::membership`]).
+    AddMember(u64),
+    /// Remove a member (a follower: preferably one that is down) and stop it.
+    RemoveMember(Target),
 }
 
 /// A flapping schedule over `total`, replayable from `seed`: isolate a random CM of `1..=n`
@@ -99,7 +108,7 @@ impl Run {
         }
     }
 
-    fn now(&self) -> Duration {
+    pub(crate) fn now(&self) -> Duration {
         self.start.elapsed()
     }
 
@@ -107,7 +116,7 @@ impl Run {
         self.stop.load(Ordering::SeqCst)
     }
 
-    fn record<F: FnOnce(&mut History)>(&self, f: F) {
+    pub(crate) fn record<F: FnOnce(&mut History)>(&self, f: F) {
         if let Ok(mut h) = self.history.lock() {
             f(&mut h);
         }
@@ -184,7 +193,7 @@ impl Run {
     }
 
     /// The CM the latest samples call leader in the highest term seen, if any.
-    fn leader(&self) -> Option<u64> {
+    pub(crate) fn leader(&self) -> Option<u64> {
         let h = self.history.lock().ok()?;
         h.samples
             .iter()
@@ -212,7 +221,13 @@ impl Run {
             }
         }
         let mut cleanup = Ok(());
-        for step in [Step::Heal, Step::Resume, Step::FreeDisk, Step::Restart] {
+        for step in [
+            Step::Heal,
+            Step::Resume,
+            Step::FreeDisk,
+            Step::Restart,
+            Step::ResetClocks,
+        ] {
             let r = self.step(net, cluster, step, &mut undo).await;
             cleanup = cleanup.and(r);
         }
@@ -224,17 +239,24 @@ impl Run {
     }
 
     /// The CM `target` names now.
-    fn resolve(&self, target: Target) -> anyhow::Result<u64> {
+    pub(crate) fn resolve(&self, target: Target) -> anyhow::Result<u64> {
         let leader = self.leader();
         Ok(match target {
             Target::Node(id) => id,
             Target::Leader => leader.ok_or_else(|| anyhow!("no leader sampled yet"))?,
-            Target::Follower => self
-                .cms
-                .iter()
-                .map(|(id, _)| *id)
-                .find(|id| Some(*id) != leader)
-                .ok_or_else(|| anyhow!("no follower"))?,
+            Target::Follower => {
+                // Not a CM removed from the cluster ([`crate::membership`]).
+                let removed = |id: u64| {
+                    self.history
+                        .lock()
+                        .is_ok_and(|h| crate::membership::members(&[id], &h.faults).is_empty())
+                };
+                self.cms
+                    .iter()
+                    .map(|(id, _)| *id)
+                    .find(|id| Some(*id) != leader && !removed(*id))
+                    .ok_or_else(|| anyhow!("no follower"))?
+            }
         })
     }
 
@@ -258,7 +280,7 @@ impl Run {
         });
     }
 
-    fn fault(&self, kind: FaultKind, node: u64) {
+    pub(crate) fn fault(&self, kind: FaultKind, node: u64) {
         let start = self.now();
         tracing::info!(?kind, node, ?start, "fault");
         self.record(|h| {
@@ -375,6 +397,12 @@ impl Run {
                 }
                 self.close(Some(FaultKind::DiskFull));
             }
+            Step::Clock(target, offset) => {
+                self.jump_clock(cluster, target, offset, &mut undo.clocks)?
+            }
+            Step::ResetClocks => self.reset_clocks(cluster, &mut undo.clocks)?,
+            Step::AddMember(id) => self.add_member(net, cluster, id).await?,
+            Step::RemoveMember(target) => self.remove_member(cluster, target).await?,
         }
         Ok(())
     }
@@ -386,6 +414,8 @@ struct Undo {
     killed: Vec<u64>,
     paused: Vec<u64>,
     filled: Vec<(u64, std::path::PathBuf)>,
+    /// CMs whose clock a [`Step::Clock`] moved.
+    clocks: Vec<u64>,
 }
 
 #[cfg(test)]

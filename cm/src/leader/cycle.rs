@@ -5,7 +5,7 @@ use super::negotiator_ad::{negotiator_ad, negotiator_name, AdFacts};
 use super::requests::fetch_jobs;
 use super::snapshot::PoolSnapshot;
 use super::stats::Phases;
-use super::tick::{claimed_usage, tick_time};
+use super::tick::{claimed_usage, tick_time, Anchor};
 use super::Leader;
 use crate::collector::service::unix_now;
 use crate::raft::leadership::ConfirmError;
@@ -49,6 +49,15 @@ pub struct Completed {
 pub type CycleError = String;
 
 impl Leader {
+    /// The anchor of this CM's tick times, after replacing it with `set` if given.
+    fn tick_anchor(&self, set: Option<Anchor>) -> Option<Anchor> {
+        let mut a = self.tick_anchor.lock().unwrap_or_else(|p| p.into_inner());
+        if set.is_some() {
+            *a = set;
+        }
+        *a
+    }
+
     /// Whether this CM still leads `term`.
     pub fn leads(&self, term: u64) -> bool {
         self.leadership.leads(term)
@@ -117,7 +126,23 @@ impl Leader {
 
         // 3. Charge usage up to now; time never runs backwards across leaders.
         let max_step = (knobs.interval * 10).max(std::time::Duration::from_secs(600));
-        let (now, clock) = tick_time(unix_now(), state_now, last_tick, max_step.as_secs() as i64);
+        let (wall, mono) = (unix_now(), Instant::now());
+        let steady = self.tick_anchor(None).and_then(|a| a.steady(term, mono));
+        let (now, clock) = tick_time(
+            wall,
+            state_now,
+            last_tick,
+            max_step.as_secs() as i64,
+            steady,
+        );
+        if steady.is_none() {
+            // The term's first tick: later ones measure from here.
+            self.tick_anchor(Some(Anchor {
+                term,
+                time: now,
+                at: mono,
+            }));
+        }
         metrics::gauge!("aerie_negotiation_clock_offset_seconds").set(clock.offset as f64);
         if let Some(w) = clock.warning {
             tracing::warn!(term, cycle, offset_seconds = clock.offset, "{w}");

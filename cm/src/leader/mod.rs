@@ -90,6 +90,9 @@ pub struct Leader {
     /// How long a confirmation of leadership stays good for delivering grants: shorter than
     /// the shortest election timeout, so no grant leaves after another CM could lead.
     pub lease: Duration,
+    /// Where this CM's monotonic clock stood at its first accountant tick of the term it
+    /// leads (see `tick::Anchor`): the term's later ticks measure time from there.
+    pub tick_anchor: std::sync::Mutex<Option<tick::Anchor>>,
 }
 
 impl Leader {
@@ -131,6 +134,7 @@ impl Leader {
             knobs,
             absent_sweep: crate::collector::service::SWEEP_INTERVAL,
             lease: election_min.mul_f64(0.8),
+            tick_anchor: Default::default(),
         })
     }
 }

@@ -79,13 +79,67 @@ pub struct Clock {
     pub warning: Option<String>,
 }
 
-/// The time the next accountant tick carries: the leader's clock `wall`, never earlier than
-/// any committed time (`state_now`, the last tick), and never more than `max_step` seconds
-/// after the last tick. A clock that jumps a day forward therefore charges at most `max_step`
-/// per cycle (catching up over a few cycles, each interval charged at the usage of its own
-/// end) instead of a day at once followed by a day without accounting once it is set right.
-pub fn tick_time(wall: i64, state_now: i64, last_tick: Option<i64>, max_step: i64) -> (i64, Clock) {
+/// How far (seconds) the wall clock may wander from the monotonic measure of a term before
+/// a tick says so in the log (NTP's small steps are not worth a warning every cycle).
+pub const CLOCK_TOLERANCE: i64 = 10;
+
+/// Where this CM's monotonic clock stood at its first tick of a term, and the time that tick
+/// carried: the later ticks of the term carry that time plus the monotonic time since, so a
+/// step of the wall clock (NTP, `date -s`) while it leads charges nothing
+/// ([`tick_time`]'s `steady`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Anchor {
+    /// The term of the tick.
+    pub term: u64,
+    /// The time the tick carried (Unix seconds).
+    pub time: i64,
+    /// The monotonic clock when the tick's time was read.
+    pub at: std::time::Instant,
+}
+
+impl Anchor {
+    /// The time a tick of `term` at monotonic instant `now` carries by this anchor: `None`
+    /// for another term (the new leader reads its wall clock, bounded by [`tick_time`]).
+    pub fn steady(&self, term: u64, now: std::time::Instant) -> Option<i64> {
+        (self.term == term).then(|| {
+            let elapsed = now.saturating_duration_since(self.at).as_secs();
+            self.time
+                .saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
+        })
+    }
+}
+
+/// The time the next accountant tick carries, never earlier than any committed time
+/// (`state_now`, the last tick).
+///
+/// Within a term after its first tick, `steady` is the time the monotonic clock measured
+/// since that tick ([`Anchor::steady`]) and is taken whatever the wall clock `wall` says: the
+/// wall clock only feeds the `offset` reported (and a warning past [`CLOCK_TOLERANCE`]). A
+/// leader whose clock is stepped an hour forward and back while it leads thus charges the
+/// time that really passed, not an hour of usage followed by an hour without accounting.
+///
+/// At a term's first tick (`steady` is `None`: nothing measured this term yet) the leader's
+/// clock `wall` is taken, but never more than `max_step` seconds after the last tick: a new
+/// leader whose clock is a day ahead charges at most `max_step` once, instead of a day.
+pub fn tick_time(
+    wall: i64,
+    state_now: i64,
+    last_tick: Option<i64>,
+    max_step: i64,
+    steady: Option<i64>,
+) -> (i64, Clock) {
     let floor = last_tick.map_or(state_now, |t| t.max(state_now));
+    if let Some(measured) = steady {
+        let now = measured.max(floor);
+        let offset = wall.saturating_sub(now);
+        let warning = (offset.saturating_abs() > CLOCK_TOLERANCE).then(|| {
+            format!(
+                "the leader's clock is {offset} s off the time its monotonic clock measured \
+                 this term: the tick keeps the measured time (was the clock stepped?)"
+            )
+        });
+        return (now, Clock { offset, warning });
+    }
     let now = match last_tick {
         Some(last) if wall.saturating_sub(last) > max_step => last.saturating_add(max_step),
         _ => wall,
@@ -176,22 +230,27 @@ mod tests {
         assert_eq!(back, state);
     }
 
-    /// Issue 13.10: a leader's clock a day ahead charges at most one step per cycle, and a
-    /// clock behind never takes the ledger back.
+    /// Issue 13.10: a new leader's clock a day ahead charges at most one step, and a clock
+    /// behind never takes the ledger back.
     #[test]
     fn the_tick_time_is_bounded_whatever_the_clock_says() {
         let (t0, step) = (1_700_000_000, 600);
-        assert_eq!(tick_time(t0 + 60, t0, Some(t0), step).0, t0 + 60);
-        let (now, c) = tick_time(t0 + 86_400, t0, Some(t0), step);
+        assert_eq!(tick_time(t0 + 60, t0, Some(t0), step, None).0, t0 + 60);
+        let (now, c) = tick_time(t0 + 86_400, t0, Some(t0), step, None);
         assert_eq!(now, t0 + 600);
         assert_eq!(c.offset, 86_400 - 600);
         assert!(c.warning.unwrap().contains("ahead"));
-        let (now, c) = tick_time(t0 - 300, t0, Some(t0), step);
+        let (now, c) = tick_time(t0 - 300, t0, Some(t0), step, None);
         assert_eq!(now, t0);
         assert!(c.warning.unwrap().contains("behind"));
+        // Measured time never takes the ledger back either.
+        assert_eq!(
+            tick_time(t0, t0 + 5, Some(t0 + 5), step, Some(t0)).0,
+            t0 + 5
+        );
         // The first tick takes the clock as it is.
         assert_eq!(
-            tick_time(t0, 0, None, step),
+            tick_time(t0, 0, None, step, None),
             (
                 t0,
                 Clock {
@@ -201,6 +260,60 @@ mod tests {
             )
         );
         // Extremes do not overflow.
-        assert_eq!(tick_time(i64::MAX, 0, Some(i64::MAX - 1), step).0, i64::MAX);
+        assert_eq!(
+            tick_time(i64::MAX, 0, Some(i64::MAX - 1), step, None).0,
+            i64::MAX
+        );
+        assert_eq!(
+            tick_time(i64::MIN, 0, Some(0), step, Some(i64::MAX)).0,
+            i64::MAX
+        );
+    }
+
+    /// Found with jepsen's clock-jump-leader (issue 17): bounding each tick to `max_step`
+    /// only spread the damage. A leader (60 s cycles) whose wall clock was stepped an hour
+    /// forward for ten minutes caught up in six cycles and charged an hour of usage that
+    /// never happened; once set right, the ledger stood an hour ahead and charged nothing
+    /// for an hour. Within a term the leader now measures with its monotonic clock.
+    #[test]
+    fn a_leader_whose_clock_jumps_an_hour_charges_only_the_time_that_passed() {
+        use std::time::{Duration, Instant};
+        let (t0, step, cycle) = (1_700_000_000_i64, 600, 60_i64);
+        let mono0 = Instant::now();
+        let mut ledger = t0 - cycle;
+        let mut anchor: Option<Anchor> = None;
+        let mut charged = Vec::new();
+        // 30 cycles: the clock is right, an hour ahead for cycles 5..15, an hour behind for
+        // 20..25, right again.
+        for k in 0..30_i64 {
+            let skew = match k {
+                5..15 => 3_600,
+                20..25 => -3_600,
+                _ => 0,
+            };
+            let mono = mono0 + Duration::from_secs((k * cycle) as u64);
+            let wall = t0 + k * cycle + skew;
+            let steady = anchor.and_then(|a| a.steady(7, mono));
+            let (now, c) = tick_time(wall, ledger, Some(ledger), step, steady);
+            assert_eq!(c.offset, skew, "cycle {k}");
+            assert_eq!(c.warning.is_some(), skew != 0, "cycle {k}");
+            charged.push(now - ledger);
+            ledger = now;
+            anchor.get_or_insert(Anchor {
+                term: 7,
+                time: now,
+                at: mono,
+            });
+        }
+        // Every tick charged one cycle's worth, jumps or not, and the ledger kept real time.
+        assert!(charged.iter().all(|c| *c == cycle), "{charged:?}");
+        assert_eq!(ledger, t0 + 29 * cycle);
+        // The anchor belongs to its term: a new term reads the wall clock again.
+        let a = anchor.unwrap();
+        assert_eq!(a.steady(8, mono0), None);
+        assert_eq!(
+            a.steady(7, mono0 + Duration::from_secs(90)),
+            Some(a.time + 90)
+        );
     }
 }

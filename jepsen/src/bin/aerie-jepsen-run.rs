@@ -1,8 +1,11 @@
 //! `jepsen/run`: plays named fault scenarios against real CMs in network namespaces and writes,
-//! for each run, `OUT/<scenario>-<seed>/` with `history.jsonl`, `results.json` and every CM's
-//! log. Exits 0 only when every checker of every run passed. Needs root and iproute2.
+//! for each run, `OUT/<scenario>-<seed>/` with `history.jsonl`, `results.json`, the timeline
+//! picture `timeline.html` and every CM's log, and at the end `OUT/summary.json` (percentiles
+//! of the unavailability over the runs, faults survived per run). Exits 0 only when every
+//! checker of every run passed. Needs root and iproute2.
 use aerie_jepsen::results::{history_lines, results};
 use aerie_jepsen::scenario::{execute, plan, SCENARIOS};
+use aerie_jepsen::{summary, timeline};
 use anyhow::Context;
 use clap::Parser;
 use std::io::Write;
@@ -70,6 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     };
     let first = cli.seed.unwrap_or_else(|| aerie_tests::unix_now() as u64);
     let mut all_valid = true;
+    let mut all = Vec::new();
     for name in &names {
         for k in 0..cli.runs {
             let seed = first + k;
@@ -86,6 +90,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             hist.flush()?;
             let r = results(&plan, seed, &o);
             std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&r)?)?;
+            std::fs::write(
+                dir.join("timeline.html"),
+                timeline::render(&o.history, &format!("{name} seed {seed}")),
+            )?;
+            all.push(r);
             for (id, log) in &o.logs {
                 std::fs::write(dir.join(format!("cm{id}.log")), log)?;
             }
@@ -97,5 +106,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             all_valid &= o.report.valid();
         }
     }
+    let s = summary::summarize(&all);
+    let path = cli.out.join("summary.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&s)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    print!("{}", summary::render(&s));
+    println!("summary: {}", path.display());
     Ok(all_valid)
 }
