@@ -9,10 +9,12 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod checker_pool;
 pub mod disk;
 pub mod history;
 pub mod linear;
 pub mod net;
+pub mod pool;
 pub mod results;
 pub mod scenario;
 pub mod workload;
@@ -30,7 +32,19 @@ pub fn start_cluster(
     net: &net::Net,
     daemon: PathBuf,
     n: u64,
+    disks: Option<&mut disk::Disks>,
+) -> anyhow::Result<Cluster> {
+    start_cluster_with(net, daemon, n, disks, &[])
+}
+
+/// Like [`start_cluster`], every CM started with the extra environment `env` too (e.g.
+/// [`pool::CM_ENV`]'s fast negotiation cycles).
+pub fn start_cluster_with(
+    net: &net::Net,
+    daemon: PathBuf,
+    n: u64,
     mut disks: Option<&mut disk::Disks>,
+    env: &[(&str, &str)],
 ) -> anyhow::Result<Cluster> {
     aerie_tests::test_pool();
     let dir = tempfile::Builder::new().prefix("aerie-jepsen-").tempdir()?;
@@ -86,6 +100,9 @@ pub fn start_cluster(
             ("AERIE_LOG".into(), "warn,aerie_cm=info".into()),
         ],
     };
+    cluster
+        .env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     for id in 1..=n {
         cluster.restart(id)?;
     }

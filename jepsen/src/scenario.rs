@@ -45,6 +45,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "mixed",
         "3 CMs: random isolations, kills and pauses of random CMs",
     ),
+    (
+        "pool-mixed",
+        "3 CMs and a simulated pool negotiating: isolations, kills and pauses of the leader",
+    ),
 ];
 
 /// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
@@ -60,6 +64,8 @@ pub struct Plan {
     pub tail: Duration,
     /// Whether each CM's data directory is a file system of its own ([`crate::disk`]).
     pub disks: bool,
+    /// Whether a simulated pool negotiates through the run ([`crate::pool`]).
+    pub pool: bool,
 }
 
 /// The schedule of scenario `name`, its faults lasting about `time`, random choices drawn
@@ -81,6 +87,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         "halves" => (5, hold(Step::Halves(Target::Leader), Step::Heal), false),
         "bridge" => (5, hold(Step::Bridge(Target::Leader), Step::Heal), false),
         "mixed" => (3, mixed(seed, 3, time), false),
+        "pool-mixed" => (3, crate::pool::leader_faults(seed, time), false),
         _ => bail!(
             "no scenario {name:?}; the scenarios are: {}",
             SCENARIOS
@@ -96,6 +103,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         steps,
         tail: Duration::from_secs(5),
         disks,
+        pool: name.starts_with("pool-"),
     })
 }
 
@@ -136,6 +144,8 @@ pub struct Outcome {
     pub unavailable: (Duration, Duration),
     /// Every CM's log, by id.
     pub logs: BTreeMap<u64, String>,
+    /// What the pool recorded, in a pool scenario.
+    pub pool: Option<crate::checker_pool::PoolRecord>,
 }
 
 impl Outcome {
@@ -161,21 +171,38 @@ impl Outcome {
 /// leader, runs one client per CM and the sampler for 2 s, then the nemesis, then `tail` more;
 /// reads every CM's final state and checks the history. An error (the harness could not run
 /// the scenario) carries every CM's log.
+///
+/// With [`Plan::pool`], a simulated pool (`aerie-jepsen-node` beside `daemon`) negotiates
+/// through the run and the checkers of [`crate::checker_pool`] judge it too.
 pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
-    let net = Net::create(plan.cms)?;
+    let mut net = Net::create(plan.cms)?;
+    if plan.pool {
+        net.add_pool()?;
+    }
     let mut disks = if plan.disks {
         Some(Disks::new()?)
     } else {
         None
     };
-    let cluster = crate::start_cluster(&net, daemon, plan.cms, disks.as_mut())?;
+    let node_bin = daemon.with_file_name("aerie-jepsen-node");
+    let env: &[(&str, &str)] = if plan.pool { crate::pool::CM_ENV } else { &[] };
+    let cluster = crate::start_cluster_with(&net, daemon, plan.cms, disks.as_mut(), env)?;
+    let pool = if plan.pool {
+        Some(crate::pool::Pool::start(&net, &node_bin, plan.cms, 7)?)
+    } else {
+        None
+    };
+    let cycles = crate::pool::Cycles::default();
     let cluster = Mutex::new(cluster);
     let cms: Vec<(u64, String)> = (1..=plan.cms).map(|id| (id, Net::cm_addr(id))).collect();
     let result = net.run_client(|| async {
         wait_leader(&cms, Duration::from_secs(30)).await?;
         let run = Run::new(cms.clone());
+        // The history's time zero in Unix ms, for the pool's Unix-time records.
+        let origin_ms =
+            crate::pool::unix_ms().saturating_sub(run.start.elapsed().as_millis() as u64);
         let clients = futures_join_all((0..cms.len()).map(|p| run.client(p)).collect());
-        let (nemesis, _, _) = tokio::join!(
+        let (nemesis, _, _, _) = tokio::join!(
             async {
                 // Let the sampler see a leader before the first fault.
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -183,6 +210,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             },
             run.sampler(),
             clients,
+            async {
+                if pool.is_some() {
+                    crate::pool::watch_cycles(&run, &cycles).await
+                }
+            },
         );
         nemesis?;
         wait_leader(&cms, Duration::from_secs(30)).await?;
@@ -196,29 +228,43 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             .await?;
             finals.push((*id, m));
         }
+        let record = match &pool {
+            Some(p) => Some(crate::pool::settle(&run, p, &cycles, origin_ms).await?),
+            None => None,
+        };
         let history = run
             .history
             .into_inner()
             .map_err(|_| anyhow!("history poisoned"))?;
-        Ok((history, finals))
+        Ok((history, finals, record))
     });
     let cluster = cluster
         .into_inner()
         .map_err(|_| anyhow!("the cluster is poisoned"))?;
     let logs: BTreeMap<u64, String> = cms.iter().map(|(id, _)| (*id, cluster.log(*id))).collect();
-    let (history, finals) = result.map_err(|e| {
+    let (history, finals, record) = result.map_err(|e| {
         anyhow!(
-            "jepsen run {} failed: {e:#}\n{}",
+            "jepsen run {} failed: {e:#}\n{}{}",
             plan.name,
             logs.iter()
                 .map(|(id, log)| format!("--- CM {id} log ---\n{log}"))
-                .collect::<String>()
+                .collect::<String>(),
+            pool.as_ref()
+                .map(|p| format!("--- pool log ---\n{}", p.log()))
+                .unwrap_or_default()
         )
     })?;
+    drop(pool);
     drop(cluster);
     drop(disks);
     drop(net);
-    let report = Report::check(&history, &finals);
+    let mut report = Report::check(&history, &finals);
+    if let Some(r) = &record {
+        let until = history.ops.iter().map(|op| op.complete).max();
+        let until = until.unwrap_or_default();
+        let bounds = crate::pool::bounds(r);
+        crate::checker_pool::check(&history, r, bounds, until, &mut report.checks);
+    }
     let first_fault = history
         .partitions
         .iter()
@@ -233,6 +279,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         report,
         unavailable,
         logs,
+        pool: record,
     })
 }
 
