@@ -343,9 +343,11 @@ pub async fn settle(
     })
 }
 
-/// The bounds a pool run is held to: the test election timeout's maximum, one cycle (the
-/// interval and delay of [`CM_ENV`] plus the longest committed cycle), the leader's lease
-/// (80% of the shortest election timeout) plus a second for the access point's claims, and
+/// The bounds a pool run is held to: the longest election, twice the test election
+/// timeout's maximum (followers refuse votes for a lease of the maximum after the last
+/// heartbeat, then wait their own timeout: cm/src/raft/config.rs); one cycle (the interval and
+/// delay of [`CM_ENV`] plus the longest committed cycle); the leader's lease (80% of the
+/// shortest election timeout) plus a second for the access point's claims; and
 /// [`CONVERGENCE`] for the collectors.
 pub fn bounds(record: &PoolRecord) -> Bounds {
     let longest = record
@@ -359,7 +361,7 @@ pub fn bounds(record: &PoolRecord) -> Bounds {
         .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
         .unwrap_or((800, 1600));
     Bounds {
-        election: Duration::from_millis(max),
+        election: Duration::from_millis(2 * max),
         cycle: CYCLE_GAP + Duration::from_secs_f64(longest.min(600.0)),
         grant_slack: Duration::from_millis(min * 8 / 10) + Duration::from_secs(1),
         convergence: CONVERGENCE,
