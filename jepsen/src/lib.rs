@@ -9,12 +9,14 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod checker_pool;
 pub mod clock;
 pub mod disk;
 pub mod history;
 pub mod linear;
 pub mod membership;
 pub mod net;
+pub mod pool;
 pub mod results;
 pub mod scenario;
 pub mod summary;
@@ -35,8 +37,21 @@ pub fn start_cluster(
     net: &net::Net,
     daemon: PathBuf,
     n: u64,
+    disks: Option<&mut disk::Disks>,
+    clocks: Option<&clock::Clocks>,
+) -> anyhow::Result<Cluster> {
+    start_cluster_with(net, daemon, n, disks, clocks, &[])
+}
+
+/// Like [`start_cluster`], every CM started with the extra environment `env` too (e.g.
+/// [`pool::CM_ENV`]'s fast negotiation cycles).
+pub fn start_cluster_with(
+    net: &net::Net,
+    daemon: PathBuf,
+    n: u64,
     mut disks: Option<&mut disk::Disks>,
     clocks: Option<&clock::Clocks>,
+    env: &[(&str, &str)],
 ) -> anyhow::Result<Cluster> {
     aerie_tests::test_pool();
     let dir = tempfile::Builder::new().prefix("aerie-jepsen-").tempdir()?;
@@ -92,6 +107,9 @@ pub fn start_cluster(
             ("AERIE_LOG".into(), "warn,aerie_cm=info".into()),
         ],
     };
+    cluster
+        .env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     for id in 1..=n {
         for (k, v) in clocks.map(|c| c.env(id)).unwrap_or_default() {
             cluster.set_node_env(id, &k, Some(&v));

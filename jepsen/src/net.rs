@@ -191,6 +191,24 @@ impl Net {
         self.ns_named("cli")
     }
 
+    /// Adds the pool's namespace (10.199.0.200, see [`Net::pool_ip`]) on the bridge, where
+    /// the simulated execute nodes and access point of [`crate::pool`] run. Partitions cut
+    /// CMs from CMs only: the pool reaches every CM, as execute nodes on a site network would
+    /// reach a cut-off CM.
+    pub fn add_pool(&mut self) -> anyhow::Result<()> {
+        self.add_member("pool", &Self::pool_ip())
+    }
+
+    /// The pool's address.
+    pub fn pool_ip() -> String {
+        "10.199.0.200".into()
+    }
+
+    /// The namespace the pool runs in (after [`Net::add_pool`]).
+    pub fn pool_ns(&self) -> String {
+        self.ns_named("pool")
+    }
+
     /// Drops every packet between CMs `a` and `b` (both directions); the clients still reach
     /// both. Cutting a pair already cut does nothing.
     pub fn cut(&self, a: u64, b: u64) -> anyhow::Result<()> {

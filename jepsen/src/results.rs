@@ -88,7 +88,7 @@ pub fn results(plan: &Plan, seed: u64, o: &Outcome) -> Value {
         })
         .collect();
     let count = |k: &str| h.faults.iter().filter(|f| fault_name(f.kind) == k).count();
-    json!({
+    let mut r = json!({
         "valid": o.report.valid(),
         "scenario": plan.name,
         "seed": seed,
@@ -108,7 +108,11 @@ pub fn results(plan: &Plan, seed: u64, o: &Outcome) -> Value {
             "longest_without_acknowledged_write_ms": ms(o.unavailable.0),
             "from_ms": ms(o.unavailable.1),
         },
-    })
+    });
+    if let Some(p) = &o.pool {
+        r["pool"] = crate::pool::summary(h, p);
+    }
+    r
 }
 
 #[cfg(test)]
@@ -157,6 +161,7 @@ mod tests {
             report,
             unavailable: (Duration::from_millis(2), Duration::ZERO),
             logs: Default::default(),
+            pool: None,
         };
         let plan = crate::scenario::plan("kill-leader", 9, Duration::from_secs(1)).unwrap();
         let r = results(&plan, 9, &o);
@@ -197,6 +202,7 @@ mod tests {
             finals: Vec::new(),
             unavailable: (Duration::ZERO, Duration::ZERO),
             logs: Default::default(),
+            pool: None,
         };
         let plan = crate::scenario::plan("membership", 1, Duration::from_secs(1)).unwrap();
         let r = results(&plan, 1, &o);

@@ -59,6 +59,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3 CMs: add a 4th while one is killed, replace one while it is cut off, remove one \
          while it is paused",
     ),
+    (
+        "pool-mixed",
+        "3 CMs and a simulated pool negotiating: isolations, kills and pauses of the leader",
+    ),
 ];
 
 /// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
@@ -80,6 +84,8 @@ pub struct Plan {
     /// Whether the CMs run under libfaketime ([`crate::clock`]), and each one's clock
     /// offset from its start in seconds (absent: 0).
     pub clocks: Option<BTreeMap<u64, i64>>,
+    /// Whether a simulated pool negotiates through the run ([`crate::pool`]).
+    pub pool: bool,
 }
 
 /// The schedule of scenario `name`, its faults lasting about `time`, random choices drawn
@@ -115,6 +121,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         "halves" => (5, hold(Step::Halves(Target::Leader), Step::Heal), false),
         "bridge" => (5, hold(Step::Bridge(Target::Leader), Step::Heal), false),
         "mixed" => (3, mixed(seed, 3, time), false),
+        "pool-mixed" => (3, crate::pool::leader_faults(seed, time), false),
         _ => bail!(
             "no scenario {name:?}; the scenarios are: {}",
             SCENARIOS
@@ -132,6 +139,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         disks,
         spares,
         clocks,
+        pool: name.starts_with("pool-"),
     })
 }
 
@@ -202,6 +210,8 @@ pub struct Outcome {
     pub unavailable: (Duration, Duration),
     /// Every CM's log, by id.
     pub logs: BTreeMap<u64, String>,
+    /// What the pool recorded, in a pool scenario.
+    pub pool: Option<crate::checker_pool::PoolRecord>,
 }
 
 impl Outcome {
@@ -228,8 +238,14 @@ impl Outcome {
 /// leader, runs one client per CM and the sampler for 2 s, then the nemesis, then `tail` more;
 /// reads every CM's final state and checks the history. An error (the harness could not run
 /// the scenario) carries every CM's log.
+///
+/// With [`Plan::pool`], a simulated pool (`aerie-jepsen-node` beside `daemon`) negotiates
+/// through the run and the checkers of [`crate::checker_pool`] judge it too.
 pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
-    let net = Net::create(plan.cms + plan.spares)?;
+    let mut net = Net::create(plan.cms + plan.spares)?;
+    if plan.pool {
+        net.add_pool()?;
+    }
     let clocks = match &plan.clocks {
         Some(skews) => Some(Clocks::new(1..=plan.cms, skews)?),
         None => None,
@@ -239,7 +255,16 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     } else {
         None
     };
-    let cluster = crate::start_cluster(&net, daemon, plan.cms, disks.as_mut(), clocks.as_ref())?;
+    let node_bin = daemon.with_file_name("aerie-jepsen-node");
+    let env: &[(&str, &str)] = if plan.pool { crate::pool::CM_ENV } else { &[] };
+    let cluster =
+        crate::start_cluster_with(&net, daemon, plan.cms, disks.as_mut(), clocks.as_ref(), env)?;
+    let pool = if plan.pool {
+        Some(crate::pool::Pool::start(&net, &node_bin, plan.cms, 7)?)
+    } else {
+        None
+    };
+    let cycles = crate::pool::Cycles::default();
     let cluster = Mutex::new(cluster);
     let cms: Vec<(u64, String)> = (1..=plan.cms + plan.spares)
         .map(|id| (id, Net::cm_addr(id)))
@@ -250,8 +275,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         if let Some(skews) = &plan.clocks {
             crate::clock::record_skews(&run, skews);
         }
+        // The history's time zero in Unix ms, for the pool's Unix-time records.
+        let origin_ms =
+            crate::pool::unix_ms().saturating_sub(run.start.elapsed().as_millis() as u64);
         let clients = futures_join_all((0..cms.len()).map(|p| run.client(p)).collect());
-        let (nemesis, _, _) = tokio::join!(
+        let (nemesis, _, _, _) = tokio::join!(
             async {
                 // Let the sampler see a leader before the first fault.
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -259,6 +287,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             },
             run.sampler(),
             clients,
+            async {
+                if pool.is_some() {
+                    crate::pool::watch_cycles(&run, &cycles).await
+                }
+            },
         );
         nemesis?;
         // The final reads go through every CM that is a member at the end.
@@ -278,11 +311,15 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             .await?;
             finals.push((*id, m));
         }
+        let record = match &pool {
+            Some(p) => Some(crate::pool::settle(&run, p, &cycles, origin_ms).await?),
+            None => None,
+        };
         let history = run
             .history
             .into_inner()
             .map_err(|_| anyhow!("history poisoned"))?;
-        Ok((history, finals))
+        Ok((history, finals, record))
     });
     let cluster = cluster
         .into_inner()
@@ -292,20 +329,30 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         .into_iter()
         .map(|id| (id, cluster.log(id)))
         .collect();
-    let (history, finals) = result.map_err(|e| {
+    let (history, finals, record) = result.map_err(|e| {
         anyhow!(
-            "jepsen run {} failed: {e:#}\n{}",
+            "jepsen run {} failed: {e:#}\n{}{}",
             plan.name,
             logs.iter()
                 .map(|(id, log)| format!("--- CM {id} log ---\n{log}"))
-                .collect::<String>()
+                .collect::<String>(),
+            pool.as_ref()
+                .map(|p| format!("--- pool log ---\n{}", p.log()))
+                .unwrap_or_default()
         )
     })?;
+    drop(pool);
     drop(cluster);
     drop(disks);
     drop(clocks);
     drop(net);
-    let report = Report::check(&history, &finals);
+    let mut report = Report::check(&history, &finals);
+    if let Some(r) = &record {
+        let until = history.ops.iter().map(|op| op.complete).max();
+        let until = until.unwrap_or_default();
+        let bounds = crate::pool::bounds(r);
+        crate::checker_pool::check(&history, r, bounds, until, &mut report.checks);
+    }
     let first_fault = history
         .partitions
         .iter()
@@ -320,6 +367,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         report,
         unavailable,
         logs,
+        pool: record,
     })
 }
 

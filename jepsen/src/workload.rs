@@ -112,7 +112,8 @@ impl Run {
         self.start.elapsed()
     }
 
-    fn stopped(&self) -> bool {
+    /// Whether the run has stopped (the nemesis is done and its tail has passed).
+    pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 

@@ -98,6 +98,10 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             for (id, log) in &o.logs {
                 std::fs::write(dir.join(format!("cm{id}.log")), log)?;
             }
+            if let Some(p) = &o.pool {
+                std::fs::write(dir.join("claims.log"), &p.claims_log)?;
+                std::fs::write(dir.join("pool.log"), &p.node_log)?;
+            }
             println!(
                 "{name} seed {seed}: {} — {}",
                 if o.report.valid() { "valid" } else { "INVALID" },
