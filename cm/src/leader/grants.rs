@@ -375,6 +375,52 @@ mod tests {
         );
     }
 
+    /// Every grant gets its own signed text and proof, across access points (the texts are
+    /// made in one pass over the grants and moved back in another: they must line up).
+    #[test]
+    fn each_grant_carries_its_own_signed_text() {
+        use aerie_security::grant::{GrantVerifier, Presented};
+        use aerie_security::pki::{self, Holder};
+        let dir = tempfile::tempdir().unwrap();
+        pki::init(dir.path(), "t", &[Holder::parse("cm1=cm").unwrap()], 30).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        let signer = GrantSigner::from_pem(&read("cm1.crt"), &read("cm1.key")).unwrap();
+        let v = GrantVerifier::from_pem(&read("ca.crt")).unwrap();
+        let mut g = Grants::default();
+        for ap in ["ap-b:2", "ap-a:1"] {
+            let list = (0..3)
+                .map(|i| Grant {
+                    job: format!("{i}.0"),
+                    submitter: format!("u{i}@{ap}"),
+                    slot: format!("slot{i}@{ap}"),
+                    claim_id: format!("<m:1>#{ap}{i}"),
+                    ..Default::default()
+                })
+                .collect();
+            g.by_ap.insert(ap.into(), list);
+        }
+        let now = aerie_security::transport::now_unix();
+        sign_grants(&mut g, &signer, 7, now);
+        for (ap, list) in &g.by_ap {
+            for grant in list {
+                let s = grant.signed.clone().unwrap();
+                let signed = aerie_security::grant::SignedGrant {
+                    payload: s.payload,
+                    signature: g.signature.clone(),
+                    leader_cert: g.leader_cert.clone(),
+                    proof: s.proof,
+                };
+                let presented = Presented {
+                    slot: &grant.slot,
+                    claim_id: &grant.claim_id,
+                    term: 7,
+                };
+                let c = v.verify(&signed, presented, now).unwrap();
+                assert_eq!((&c.access_point, &c.submitter), (ap, &grant.submitter));
+            }
+        }
+    }
+
     /// Issue 13.5: after the lease of the last confirmation, nothing is sent (the access point
     /// address here would refuse connections anyway; nothing is even tried).
     #[tokio::test]
