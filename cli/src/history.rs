@@ -160,8 +160,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         return Ok(0);
     };
-    let path = schedd::socket_path(p.socket.as_deref(), |k| std::env::var(k).ok())?;
-    let ads = Schedd::connect(&path)?.query(pb::QueryRequest {
+    let at = schedd::target(p.socket.as_deref(), |k| std::env::var(k).ok())?;
+    let ads = Schedd::open(&at)?.query(pb::QueryRequest {
         constraint: constraint(&p),
         projection: Vec::new(),
         history: true,

@@ -317,8 +317,8 @@ pub fn run(tool: Tool, args: Args) -> anyhow::Result<i32> {
         println!("{}", tool.usage());
         return Ok(0);
     };
-    let path = schedd::socket_path(p.socket.as_deref(), |k| std::env::var(k).ok())?;
-    let mut schedd = Schedd::connect(&path)?;
+    let at = schedd::target(p.socket.as_deref(), |k| std::env::var(k).ok())?;
+    let mut schedd = Schedd::open(&at)?;
     let mut code = 0;
     for (pick, req) in requests(tool, &p) {
         let reply = schedd.act(req.clone())?;

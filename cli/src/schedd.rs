@@ -3,11 +3,16 @@
 //! `history` use, as HTCondor's tools talk to their schedd (`src/condor_utils/dc_schedd.cpp`,
 //! `src/condor_q.V6/queue.cpp`, `src/condor_tools/tool.cpp`).
 //!
-//! The access point serves users on a Unix socket: the caller's identity is the Unix account
-//! on the other end of the connection, so the requests carry none. Which socket: `-name PATH`
-//! (or `--socket PATH`), else `$AERIE_AP_SOCKET`, else `$AERIE_RUN_DIR/ap.sock`
-//! ([`socket_path`]).
+//! Two ways in ([`Target`]): the access point's Unix socket, where the caller's identity is
+//! the Unix account on the other end of the connection, so the requests carry none; or its
+//! TCP port with mutual TLS, where the caller is the token (`AERIE_TOKEN`,
+//! `AERIE_TOKEN_FILE`) or the certificate (`AERIE_CREDENTIALS`) cmctl presents, as it does to
+//! a CM, and the token's `user@domain` owns the jobs as `user`. Which: `-name PATH` (or
+//! `--socket PATH`), `--schedd HOST:PORT` (or HTCondor's `-addr "<HOST:PORT>"`, or `-name
+//! HOST:PORT`), else `$AERIE_SCHEDD` (HOST:PORT), else `$AERIE_AP_SOCKET`, else
+//! `$AERIE_RUN_DIR/ap.sock` ([`target`]).
 use aerie_proto::schedd::{self as pb, schedd_client::ScheddClient};
+use aerie_security::transport::AuthChannel;
 use anyhow::{anyhow, bail, Context};
 use hyper_util::rt::TokioIo;
 use std::path::{Path, PathBuf};
@@ -16,47 +21,102 @@ use tonic::transport::{Channel, Endpoint, Uri};
 
 /// The environment variable naming the access point's socket.
 pub const SOCKET_ENV: &str = "AERIE_AP_SOCKET";
+/// The environment variable naming the access point's TCP address (`HOST:PORT`).
+pub const SCHEDD_ENV: &str = "AERIE_SCHEDD";
 /// The run directory `scripts/run.sh` writes; the socket is `ap.sock` in it.
 pub const RUN_DIR_ENV: &str = "AERIE_RUN_DIR";
 
-/// The socket of the access point to talk to: the one given on the command line, else
-/// `$AERIE_AP_SOCKET`, else `$AERIE_RUN_DIR/ap.sock`; `env` reads the environment.
-pub fn socket_path(
-    given: Option<&str>,
-    env: impl Fn(&str) -> Option<String>,
-) -> anyhow::Result<PathBuf> {
+/// Where to reach an access point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Its Unix socket.
+    Socket(PathBuf),
+    /// Its TCP services (`HOST:PORT`), with mutual TLS.
+    Tcp(String),
+}
+
+impl Target {
+    /// A `HOST:PORT` (or HTCondor's sinful `<HOST:PORT>`) is a TCP address; anything else a
+    /// socket path (write `./name:1` for a socket whose name looks like an address).
+    pub fn parse(s: &str) -> Target {
+        let bare = s.trim().trim_start_matches('<').trim_end_matches('>');
+        let tcp = !bare.contains('/')
+            && bare.rsplit_once(':').is_some_and(|(host, port)| {
+                !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+            });
+        if tcp {
+            Target::Tcp(bare.to_string())
+        } else {
+            Target::Socket(PathBuf::from(s))
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Socket(p) => write!(f, "{}", p.display()),
+            Target::Tcp(a) => f.write_str(a),
+        }
+    }
+}
+
+/// The access point to talk to: the one given on the command line, else `$AERIE_SCHEDD`,
+/// else `$AERIE_AP_SOCKET`, else `$AERIE_RUN_DIR/ap.sock`; `env` reads the environment.
+pub fn target(given: Option<&str>, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Target> {
     let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
     if let Some(p) = nonempty(given.map(str::to_string)) {
-        return Ok(PathBuf::from(p));
+        return Ok(Target::parse(&p));
+    }
+    if let Some(a) = nonempty(env(SCHEDD_ENV)) {
+        return match Target::parse(&a) {
+            Target::Tcp(a) => Ok(Target::Tcp(a)),
+            Target::Socket(_) => bail!("{SCHEDD_ENV}={a:?} is not HOST:PORT"),
+        };
     }
     if let Some(p) = nonempty(env(SOCKET_ENV)) {
-        return Ok(PathBuf::from(p));
+        return Ok(Target::Socket(PathBuf::from(p)));
     }
     if let Some(d) = nonempty(env(RUN_DIR_ENV)) {
-        return Ok(Path::new(&d).join("ap.sock"));
+        return Ok(Target::Socket(Path::new(&d).join("ap.sock")));
     }
     bail!(
-        "no access point given: use -name SOCKET (or --socket SOCKET), or set {SOCKET_ENV} or \
-         {RUN_DIR_ENV} (`. $AERIE_RUN_DIR/env` after scripts/run.sh)"
+        "no access point given: use -name SOCKET (or --socket SOCKET) or --schedd HOST:PORT, \
+         or set {SCHEDD_ENV}, {SOCKET_ENV} or {RUN_DIR_ENV} (`. $AERIE_RUN_DIR/env` after \
+         scripts/run.sh)"
     )
 }
 
-/// Takes `-name PATH`, `--name PATH`, `-socket PATH` or `--socket PATH` out of a condor-style
-/// argument list; returns the path (the last one given) and the other arguments.
+/// Takes `-name X`, `--name X`, `-socket PATH`, `--socket PATH`, `--schedd HOST:PORT` or
+/// `-addr HOST:PORT` out of a condor-style argument list; returns the access point (the last
+/// one given; read with [`target`]) and the other arguments.
 pub fn take_socket_arg(args: &[String]) -> anyhow::Result<(Option<String>, Vec<String>)> {
     let mut socket = None;
     let mut rest = Vec::new();
     let mut i = 0;
+    let tcp_only = |flag: &str, v: &str| match Target::parse(v) {
+        Target::Tcp(_) => Ok(v.to_string()),
+        Target::Socket(_) => Err(anyhow!("{flag} {v:?}: not HOST:PORT")),
+    };
     while i < args.len() {
         let a = &args[i];
-        if matches!(a.as_str(), "-name" | "--name" | "-socket" | "--socket") {
+        if matches!(
+            a.as_str(),
+            "-name" | "--name" | "-socket" | "--socket" | "-schedd" | "--schedd" | "-addr"
+        ) {
             let Some(p) = args.get(i + 1) else {
-                bail!("{a} needs the path of the access point's socket");
+                bail!("{a} needs the access point's socket path or HOST:PORT");
             };
-            socket = Some(p.clone());
+            socket = Some(match a.as_str() {
+                "-schedd" | "--schedd" | "-addr" => tcp_only(a, p)?,
+                _ => p.clone(),
+            });
             i += 2;
         } else if let Some(p) = a.strip_prefix("--socket=") {
             socket = Some(p.to_string());
+            i += 1;
+        } else if let Some(p) = a.strip_prefix("--schedd=") {
+            socket = Some(tcp_only("--schedd", p)?);
             i += 1;
         } else {
             rest.push(a.clone());
@@ -71,8 +131,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A connection to one access point.
 pub struct Schedd {
-    path: PathBuf,
-    client: ScheddClient<Channel>,
+    at: Target,
+    client: ScheddClient<AuthChannel>,
     rt: tokio::runtime::Runtime,
 }
 
@@ -91,29 +151,43 @@ pub async fn uds_channel(path: PathBuf) -> Result<Channel, tonic::transport::Err
 }
 
 impl Schedd {
-    /// Connects to the access point on the socket at `path`.
-    pub fn connect(path: &Path) -> anyhow::Result<Schedd> {
+    /// Connects to the access point at `at`: its socket, or its TCP port with this process's
+    /// certificate or token (mutual TLS, checking the server holds an access point's
+    /// certificate).
+    pub fn open(at: &Target) -> anyhow::Result<Schedd> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let channel = rt.block_on(uds_channel(path.to_path_buf())).map_err(|e| {
-            anyhow!(
-                "cannot reach the access point at {}: {}",
-                path.display(),
-                source_text(&e)
-            )
-        })?;
+        let channel = match at {
+            Target::Socket(path) => rt
+                .block_on(uds_channel(path.clone()))
+                .map_err(|e| source_text(&e)),
+            Target::Tcp(addr) => {
+                aerie_security::transport::endpoint(addr, aerie_security::Role::AccessPoint)
+                    .map_err(|e| e.to_string())
+                    .and_then(|ep| {
+                        rt.block_on(
+                            ep.connect_timeout(Duration::from_secs(5))
+                                .tcp_nodelay(true)
+                                .connect(),
+                        )
+                        .map_err(|e| source_text(&e))
+                    })
+            }
+        }
+        .map_err(|e| anyhow!("cannot reach the access point at {at}: {e}"))?;
         Ok(Schedd {
-            path: path.to_path_buf(),
-            client: ScheddClient::new(channel).max_decoding_message_size(1 << 30),
+            at: at.clone(),
+            client: ScheddClient::new(aerie_security::transport::with_token(channel))
+                .max_decoding_message_size(1 << 30),
             rt,
         })
     }
 
     fn call<T, F, Fut>(&mut self, what: &str, f: F) -> anyhow::Result<T>
     where
-        F: FnOnce(ScheddClient<Channel>) -> Fut,
+        F: FnOnce(ScheddClient<AuthChannel>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     {
         let fut = f(self.client.clone());
@@ -123,10 +197,10 @@ impl Schedd {
         {
             Ok(Ok(r)) => Ok(r.into_inner()),
             Ok(Err(s)) => Err(anyhow!("{}", status_text(&s)))
-                .with_context(|| format!("{what} at {}", self.path.display())),
+                .with_context(|| format!("{what} at {}", self.at)),
             Err(_) => bail!(
                 "{what} at {}: no answer within {} s",
-                self.path.display(),
+                self.at,
                 CALL_TIMEOUT.as_secs()
             ),
         }
@@ -155,7 +229,7 @@ impl Schedd {
             let mut parsed = classad::parse_old_ads(t).map_err(|e| {
                 anyhow!(
                     "job ad {i} from the access point at {} does not parse: {e}",
-                    self.path.display()
+                    self.at
                 )
             })?;
             if let Some(a) = parsed.pop() {
@@ -211,19 +285,57 @@ mod tests {
     fn the_socket_comes_from_the_option_then_the_environment() {
         let both = [(SOCKET_ENV, "/a/ap.sock"), (RUN_DIR_ENV, "/run/aerie")];
         assert_eq!(
-            socket_path(Some("/x.sock"), env(&both)).unwrap(),
-            PathBuf::from("/x.sock")
+            target(Some("/x.sock"), env(&both)).unwrap(),
+            Target::Socket("/x.sock".into())
         );
         assert_eq!(
-            socket_path(None, env(&both)).unwrap(),
-            PathBuf::from("/a/ap.sock")
+            target(None, env(&both)).unwrap(),
+            Target::Socket("/a/ap.sock".into())
         );
         assert_eq!(
-            socket_path(None, env(&[(RUN_DIR_ENV, "/run/aerie")])).unwrap(),
-            PathBuf::from("/run/aerie/ap.sock")
+            target(None, env(&[(RUN_DIR_ENV, "/run/aerie")])).unwrap(),
+            Target::Socket("/run/aerie/ap.sock".into())
         );
-        let err = socket_path(None, env(&[])).unwrap_err().to_string();
+        let err = target(None, env(&[])).unwrap_err().to_string();
         assert!(err.contains(SOCKET_ENV), "{err}");
+    }
+
+    #[test]
+    fn a_tcp_address_comes_from_the_option_or_aerie_schedd() {
+        let all = [
+            (SCHEDD_ENV, "ap1.example:7200"),
+            (SOCKET_ENV, "/a/ap.sock"),
+            (RUN_DIR_ENV, "/run/aerie"),
+        ];
+        assert_eq!(
+            target(None, env(&all)).unwrap(),
+            Target::Tcp("ap1.example:7200".into())
+        );
+        assert_eq!(
+            target(Some("/x.sock"), env(&all)).unwrap(),
+            Target::Socket("/x.sock".into())
+        );
+        assert_eq!(
+            target(Some("<10.0.0.5:7200>"), env(&[])).unwrap(),
+            Target::Tcp("10.0.0.5:7200".into())
+        );
+        let e = target(None, env(&[(SCHEDD_ENV, "/not/an/addr")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not HOST:PORT"), "{e}");
+        // What is a socket and what an address.
+        for (s, tcp) in [
+            ("localhost:7200", true),
+            ("[::1]:7200", true),
+            ("ap.sock", false),
+            ("./x:1", false),
+            ("/run/a:1", false),
+            ("host:", false),
+            (":7200", false),
+            ("host:72a", false),
+        ] {
+            assert_eq!(matches!(Target::parse(s), Target::Tcp(_)), tcp, "{s}");
+        }
     }
 
     #[test]
@@ -236,5 +348,14 @@ mod tests {
         assert_eq!(s.as_deref(), Some("/s"));
         assert_eq!(rest, vec!["-nobatch".to_string(), "12.0".to_string()]);
         assert!(take_socket_arg(&["--socket".to_string()]).is_err());
+        let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (s, rest) = take_socket_arg(&strs(&["--schedd", "ap:7200", "12.0"])).unwrap();
+        assert_eq!((s.as_deref(), rest), (Some("ap:7200"), strs(&["12.0"])));
+        let (s, _) = take_socket_arg(&strs(&["-addr", "<10.0.0.5:7200>"])).unwrap();
+        assert_eq!(s.as_deref(), Some("<10.0.0.5:7200>"));
+        let (s, _) = take_socket_arg(&strs(&["--schedd=ap:1"])).unwrap();
+        assert_eq!(s.as_deref(), Some("ap:1"));
+        let e = take_socket_arg(&strs(&["--schedd", "/s.sock"])).unwrap_err();
+        assert!(e.to_string().contains("not HOST:PORT"), "{e}");
     }
 }

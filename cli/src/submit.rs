@@ -5,7 +5,7 @@
 //! (`Schedd.NewCluster`, so that `$(Cluster)` expands to it), builds the ads for that cluster
 //! and queues them in one `Schedd.Submit`, all or none. It prints what condor_submit prints:
 //! `Submitting job(s)` with a dot per job, then `N job(s) submitted to cluster C.`. The access
-//! point is the one of [`crate::schedd::socket_path`].
+//! point is the one of [`crate::schedd::target`].
 //!
 //! `-dry-run` prints the ads in `condor_q -long` form (attributes sorted, one ad per job, a
 //! blank line after each) and then `N job(s) dry-run to cluster C.` as condor_submit does, and
@@ -262,8 +262,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         print!("{}", dry_run_text(&checked));
         return Ok(0);
     }
-    let path = crate::schedd::socket_path(p.socket.as_deref(), |k| std::env::var(k).ok())?;
-    let mut schedd = crate::schedd::Schedd::connect(&path)?;
+    let at = crate::schedd::target(p.socket.as_deref(), |k| std::env::var(k).ok())?;
+    let mut schedd = crate::schedd::Schedd::open(&at)?;
     match queue_jobs(&mut schedd, &p.file, &text, &who, &settings)? {
         Queued::Refused(e) => {
             eprintln!("{e}");

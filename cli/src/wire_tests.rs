@@ -144,7 +144,7 @@ fn submit_then_query_then_act_over_a_unix_socket() {
     let fake = Fake::default();
     fake.0.lock().unwrap().next_cluster = 41;
     let (_dir, path, _rt) = serve(fake.clone());
-    let mut schedd = Schedd::connect(&path).unwrap();
+    let mut schedd = Schedd::open(&crate::schedd::Target::Socket(path.clone())).unwrap();
 
     // submit: a bad file is refused whole, naming file and line, and reserves no cluster.
     let who = aerie_submit::Submitter {
@@ -226,7 +226,10 @@ fn submit_then_query_then_act_over_a_unix_socket() {
 fn a_missing_socket_names_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nothing.sock");
-    let err = Schedd::connect(&path).err().unwrap().to_string();
+    let err = Schedd::open(&crate::schedd::Target::Socket(path.clone()))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("nothing.sock"), "{err}");
     assert!(err.contains("cannot reach the access point"), "{err}");
 }

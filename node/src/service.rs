@@ -62,7 +62,10 @@ impl startd_server::Startd for NodeService {
         &self,
         request: Request<pb::ClaimRequest>,
     ) -> Result<Response<pb::ClaimReply>, Status> {
-        Ok(Response::new(self.sim.claim(&request.into_inner())))
+        let presenter = aerie_security::layer::peer_of(&request);
+        Ok(Response::new(
+            self.sim.claim_from(&request.into_inner(), &presenter),
+        ))
     }
 
     async fn release_claim(

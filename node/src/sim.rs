@@ -8,13 +8,16 @@
 use crate::access_point::{job_id_string, AccessPoint, GrantTicket, JobId};
 use crate::args::RuntimeDist;
 use crate::claims_log::{now_ms, ClaimsLog, Event};
+use crate::execute::slots::verify_claim_grant;
 use crate::pool::{self, AdContext, AdRef};
 use crate::startd::{ClaimSpec, Resources, RunningJob, Startd};
 use aerie_proto::negotiation as pb;
+use aerie_security::grant::GrantVerifier;
+use aerie_security::identity::Peer;
 use rand::rngs::StdRng;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -75,6 +78,10 @@ pub struct Sim {
     pub cfg: SimConfig,
     /// Woken when an ad changes, so the advertiser sends it promptly.
     pub changed: Notify,
+    /// With pool credentials, the checker of the signed grants claims carry: the simulated
+    /// startd believes a claim's term only as the real one does
+    /// ([`crate::execute::slots::verify_claim_grant`]).
+    grants: OnceLock<GrantVerifier>,
 }
 
 /// Unix seconds.
@@ -139,6 +146,7 @@ impl Sim {
             log,
             cfg,
             changed: Notify::new(),
+            grants: OnceLock::new(),
         })
     }
 
@@ -152,9 +160,27 @@ impl Sim {
         self.changed.notify_one();
     }
 
-    /// Startd.RequestClaim: checks the capability, the term and the slot's availability,
-    /// records the claim and marks the slot ad changed.
+    /// From now on a claim must carry a grant the leader signed, presented by the access
+    /// point it was delivered to, as at a real execute node
+    /// (`SlotManager::require_signed_grants`); once, later calls are ignored.
+    pub fn require_signed_grants(&self, verifier: GrantVerifier) {
+        let _ = self.grants.set(verifier);
+    }
+
+    /// Startd.RequestClaim from this process's own access point (no connection: the
+    /// presenter is this process's certificate).
     pub fn claim(&self, req: &pb::ClaimRequest) -> pb::ClaimReply {
+        let me = Peer {
+            caller: aerie_security::transport::own_caller(),
+            addr: None,
+        };
+        self.claim_from(req, &me)
+    }
+
+    /// Startd.RequestClaim from `presenter`: checks the signed grant (when required), the
+    /// capability, the term and the slot's availability, records the claim and marks the
+    /// slot ad changed.
+    pub fn claim_from(&self, req: &pb::ClaimRequest, presenter: &Peer) -> pb::ClaimReply {
         let refuse = |reason: &str, error: String| {
             self.log.write(&refused_event(
                 "startd", reason, &error, &req.slot, &req.job, req.term, req.cycle,
@@ -176,6 +202,11 @@ impl Sim {
                 )
             }
         };
+        if let Some(v) = self.grants.get() {
+            if let Err(e) = verify_claim_grant(v, req, presenter, now_secs()) {
+                return refuse("bad grant", e.to_string());
+            }
+        }
         let num = |a: &str, d: f64| job_ad.eval_attr(a).as_number().unwrap_or(d);
         let user = job_ad
             .eval_attr("User")
@@ -315,7 +346,7 @@ impl Sim {
     /// a job or a claim (issue 13.4). HTCondor's schedd likewise answers the negotiator at
     /// once and queues the claim (`Scheduler::contactStartd`, src/condor_schedd.V6/schedd.cpp).
     pub async fn deliver(self: &Arc<Self>, mut batch: pb::GrantBatch) -> pb::GrantReply {
-        crate::schedd::shadow::with_batch_signature(&mut batch);
+        let seal = crate::schedd::shadow::BatchSeal::take(&mut batch);
         let mut results = Vec::with_capacity(batch.grants.len());
         let mut taken = Vec::new();
         for g in batch.grants {
@@ -338,7 +369,7 @@ impl Sim {
             let (term, cycle) = (batch.term, batch.cycle);
             tokio::spawn(async move {
                 for (g, ticket) in taken {
-                    me.claim_for(term, cycle, &g, ticket).await;
+                    me.claim_for(term, cycle, &g, ticket, &seal).await;
                 }
             });
         }
@@ -376,6 +407,7 @@ impl Sim {
         cycle: u64,
         g: &pb::Grant,
         ticket: GrantTicket,
+        seal: &crate::schedd::shadow::BatchSeal,
     ) {
         let or = |v: f64, d: f64| if v > 0.0 { v } else { d };
         let req = pb::ClaimRequest {
@@ -390,7 +422,7 @@ impl Sim {
             carve_memory: or(g.carve_memory, ticket.request.memory),
             carve_disk: or(g.carve_disk, ticket.request.disk),
             preempts: g.preempts,
-            signed: g.signed.clone(),
+            signed: seal.complete(g.signed.clone()),
         };
         let reply = self.claim_at(&g.startd_addr, req).await;
         let mut st = self.lock();

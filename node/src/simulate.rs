@@ -78,6 +78,11 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
             dump_claim_ids: args.dump_claim_ids.clone(),
         },
     );
+    // With pool credentials the simulated startd takes only grants the leader signed, as a
+    // real execute node does.
+    if let Some(v) = aerie_security::transport::transport().grant_verifier() {
+        sim.require_signed_grants(v?);
+    }
     sim.dump_claim_ids_now();
     let (slots, submitters) = {
         let st = sim.lock();

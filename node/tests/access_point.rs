@@ -207,6 +207,143 @@ async fn the_schedd_service_queues_queries_and_acts_for_the_socket_peer() {
     running.stop().await;
 }
 
+/// A client of the access point's TCP `Schedd` presenting `token` (no certificate), as
+/// `cmctl --schedd` does with `AERIE_TOKEN`; `None`: no token either.
+// tonic's interceptors return a tonic Status.
+#[allow(clippy::result_large_err)]
+async fn tcp_client(
+    addr: std::net::SocketAddr,
+    token: Option<String>,
+) -> sc::schedd_client::ScheddClient<
+    tonic::service::interceptor::InterceptedService<
+        Channel,
+        impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status>,
+    >,
+> {
+    let ca_pem =
+        std::fs::read_to_string(aerie_security::testing::test_pool().join("ca.crt")).unwrap();
+    let t = aerie_security::Transport::Token {
+        ca_pem,
+        token: String::new(),
+    };
+    let ch = t
+        .endpoint(&addr.to_string(), aerie_security::Role::AccessPoint)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    sc::schedd_client::ScheddClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
+        if let Some(t) = &token {
+            r.metadata_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        Ok(r)
+    })
+}
+
+/// A token for `identity` with `scope`, signed with the test pool's key.
+fn token(identity: &str, scope: &str) -> String {
+    let key =
+        aerie_security::token::SigningKey::load(aerie_security::testing::test_pool()).unwrap();
+    let now = aerie_security::transport::now_unix();
+    key.sign(&aerie_security::token::Claims {
+        sub: identity.into(),
+        iss: key.issuer.clone(),
+        iat: now,
+        exp: now + 3600,
+        jti: format!("t-{identity}-{scope}"),
+        scope: Some(scope.into()),
+    })
+}
+
+/// Issue 16: a person with a token reaches the access point over TCP (mutual TLS, no Unix
+/// login): `user@domain` owns its jobs as `user`, another token's user may not touch them, a
+/// READ token may only look, and a caller with neither token nor certificate is refused.
+#[tokio::test]
+async fn a_token_holder_submits_and_acts_over_tcp_as_the_tokens_user() {
+    if std::env::var("AERIE_INSECURE").is_ok_and(|v| v == "1" || v == "true") {
+        return; // no TLS, no tokens
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = args(dir.path());
+    let running = start(&a).await.unwrap();
+    let mine = token(
+        &format!("{}@pool.example", me()),
+        "condor:/READ condor:/WRITE",
+    );
+    let mut c = tcp_client(running.tcp, Some(mine)).await;
+    let cluster = c
+        .new_cluster(sc::NewClusterRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .cluster;
+    let r = c
+        .submit(sc::SubmitRequest {
+            cluster,
+            ads: vec![job_ad(cluster, 0, dir.path(), "")],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.count, 1);
+    let ads = c
+        .query(sc::QueryRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .ads;
+    let ad = classad::parse_ad(&ads[0]).unwrap();
+    // The token's user, without its domain, owns the job.
+    assert_eq!(ad.eval_attr("Owner").as_str(), Some(me().as_str()));
+    // Another token's user may not change it; a READ token may look but not write.
+    let mut other = tcp_client(
+        running.tcp,
+        Some(token("mallory@pool.example", "condor:/READ condor:/WRITE")),
+    )
+    .await;
+    let r = other
+        .act(act(sc::Action::Hold, &["1.0"]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.changed, 0);
+    assert!(r.errors[0].contains("belongs to"), "{:?}", r.errors);
+    let mut reader = tcp_client(
+        running.tcp,
+        Some(token("reader@pool.example", "condor:/READ")),
+    )
+    .await;
+    assert_eq!(
+        reader
+            .query(sc::QueryRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .ads
+            .len(),
+        1
+    );
+    let e = reader
+        .new_cluster(sc::NewClusterRequest {})
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied, "{e:?}");
+    // No token, no certificate: who is it?
+    let mut nobody = tcp_client(running.tcp, None).await;
+    let e = nobody.query(sc::QueryRequest::default()).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated, "{e:?}");
+    // The owner removes its own job over TCP.
+    let r = c
+        .act(act(sc::Action::Remove, &["1.0"]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.changed, 1, "{:?}", r.errors);
+    drop((c, other, reader, nobody));
+    running.stop().await;
+}
+
 #[tokio::test]
 async fn another_user_may_not_touch_the_jobs_nor_submit_to_a_root_access_point_as_someone_else() {
     if !nix::unistd::geteuid().is_root() {

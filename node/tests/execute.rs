@@ -161,6 +161,27 @@ impl Daemon {
             .into_inner()
     }
 
+    /// Sends `req` with the test pool's certificate `name` instead of the test process's own.
+    async fn send_as(&self, name: &str, req: npb::ClaimRequest) -> npb::ClaimReply {
+        let t = aerie_security::Transport::load(
+            aerie_security::testing::test_pool(),
+            name,
+            aerie_security::transport::now_unix(),
+        )
+        .unwrap();
+        let ch = t
+            .endpoint(&self.addr, aerie_security::Role::Execute)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        StartdClient::new(ch)
+            .request_claim(req)
+            .await
+            .unwrap()
+            .into_inner()
+    }
+
     async fn claim(&self, slot: &str, job_ad: &str) -> npb::ClaimReply {
         let cid = self.claim_id(slot);
         let r = self.claim_with(slot, &cid, 1, job_ad, false).await;
@@ -531,6 +552,19 @@ async fn a_second_claim_a_forged_one_and_an_older_term_are_refused() {
         };
         let r = d.send(unsigned).await;
         assert!(!r.ok && r.error.contains("unsigned grant"), "{r:?}");
+        // The grant was delivered to the access point "test": a CM's certificate, or another
+        // access point's, presenting it is refused (the test process's admin certificate,
+        // standing in for the access point, may).
+        let r = d.send_as("cm1", good.clone()).await;
+        assert!(
+            !r.ok && r.error.contains("wrong daemon") && r.error.contains("not an access point"),
+            "{r:?}"
+        );
+        let r = d.send_as("ap1", good.clone()).await;
+        assert!(
+            !r.ok && r.error.contains("wrong daemon") && r.error.contains("\"ap1\""),
+            "{r:?}"
+        );
     }
     let first = d.claim_with("slot1@node1.test", &cid, 3, &ad, false).await;
     assert!(first.ok, "{first:?}");

@@ -30,12 +30,14 @@
 //! checked with `rustls-webpki`: the crypto rustls already uses, no second stack.
 //!
 //! Pure apart from the signature's random nonce: every check takes `now` (Unix seconds).
-use crate::identity::{Identity, Role};
+use crate::identity::{Caller, Identity, Role};
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
 use rustls_pki_types::{CertificateDer, UnixTime};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How old a grant may be when a node checks it. Access points claim as soon as grants
@@ -91,6 +93,64 @@ impl GrantClaims {
     }
 }
 
+/// One grant to sign, borrowed from the leader's grant list: what [`GrantClaims`] holds,
+/// with the capability itself (hashed when the text is written). Signing a cycle's grants
+/// from these makes no owned copy of any field.
+#[derive(Clone, Copy, Debug)]
+pub struct GrantText<'a> {
+    /// The slot's `Name`.
+    pub slot: &'a str,
+    /// The slot's claim capability (only its hash is written).
+    pub claim_id: &'a str,
+    /// The leader's Raft term.
+    pub term: u64,
+    /// The access point's address.
+    pub access_point: &'a str,
+    /// The submitter.
+    pub submitter: &'a str,
+    /// When the leader signed, Unix seconds.
+    pub issued: i64,
+}
+
+/// [`GrantClaims`] as written, borrowing every field: the same field names in the same
+/// order, so the JSON is byte for byte what serializing a [`GrantClaims`] gives (a test pins
+/// it).
+#[derive(Serialize)]
+struct ClaimsText<'a> {
+    v: u32,
+    slot: &'a str,
+    capability: &'a str,
+    term: u64,
+    access_point: &'a str,
+    submitter: &'a str,
+    issued: i64,
+}
+
+impl GrantText<'_> {
+    /// The signed text of this grant: JSON [`GrantClaims`], written straight into one buffer
+    /// sized for it.
+    pub fn payload(&self) -> Vec<u8> {
+        let hash = capability_hex(self.claim_id);
+        let text = ClaimsText {
+            v: VERSION,
+            slot: self.slot,
+            // Hex digits are ASCII.
+            capability: std::str::from_utf8(&hash).unwrap_or_default(),
+            term: self.term,
+            access_point: self.access_point,
+            submitter: self.submitter,
+            issued: self.issued,
+        };
+        // The keys, punctuation, hash and two numbers take under 160 bytes.
+        let mut out = Vec::with_capacity(
+            160 + self.slot.len() + self.access_point.len() + self.submitter.len(),
+        );
+        // Writing plain strings and integers into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, &text);
+        out
+    }
+}
+
 /// A grant as it travels: the signed text, the signature and the signer's certificate.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SignedGrant {
@@ -130,38 +190,49 @@ fn node_hash(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
 
 /// The root of the tree over `leaves` and each leaf's proof. Pairs are hashed level by level;
 /// an odd node out is carried up unchanged (it gets no proof entry at that level).
+///
+/// The levels are kept, and each leaf's proof is read off them by walking its index up (its
+/// sibling at each level is the index with the low bit flipped), so every proof is allocated
+/// once at its final size.
 fn merkle(leaves: Vec<[u8; 32]>) -> ([u8; 32], Vec<Vec<Vec<u8>>>) {
-    let mut proofs: Vec<Vec<Vec<u8>>> = vec![Vec::new(); leaves.len()];
-    // Which leaves sit under each node of the current level.
-    let mut members: Vec<Vec<usize>> = (0..leaves.len()).map(|i| vec![i]).collect();
-    let mut level = leaves;
-    while level.len() > 1 {
-        let mut next = Vec::with_capacity(level.len().div_ceil(2));
-        let mut next_members = Vec::with_capacity(next.capacity());
-        let mut i = 0;
-        while i < level.len() {
-            if i + 1 == level.len() {
-                next.push(level[i]);
-                next_members.push(std::mem::take(&mut members[i]));
-                break;
-            }
-            let (l, r) = (level[i], level[i + 1]);
-            for &m in &members[i] {
-                proofs[m].push([&[1u8][..], &r[..]].concat());
-            }
-            for &m in &members[i + 1] {
-                proofs[m].push([&[0u8][..], &l[..]].concat());
-            }
-            let mut joined = std::mem::take(&mut members[i]);
-            joined.append(&mut members[i + 1]);
-            next.push(node_hash(&l, &r));
-            next_members.push(joined);
-            i += 2;
-        }
-        level = next;
-        members = next_members;
+    let n = leaves.len();
+    let mut levels = vec![leaves];
+    while let Some(level) = levels.last().filter(|l| l.len() > 1) {
+        let next: Vec<[u8; 32]> = level
+            .chunks(2)
+            .map(|pair| match pair {
+                [l, r] => node_hash(l, r),
+                [odd] => *odd,
+                _ => unreachable!("chunks(2) yields one or two"),
+            })
+            .collect();
+        levels.push(next);
     }
-    (level.first().copied().unwrap_or([0; 32]), proofs)
+    let root = levels
+        .last()
+        .and_then(|l| l.first())
+        .copied()
+        .unwrap_or([0; 32]);
+    let depth = levels.len() - 1;
+    let proofs = (0..n)
+        .map(|leaf| {
+            let mut proof = Vec::with_capacity(depth);
+            let mut i = leaf;
+            for level in &levels[..depth] {
+                let sibling = i ^ 1;
+                if let Some(h) = level.get(sibling) {
+                    // Side byte: 1 when the sibling is on the right.
+                    let mut step = Vec::with_capacity(33);
+                    step.push(u8::from(sibling > i));
+                    step.extend_from_slice(h);
+                    proof.push(step);
+                }
+                i /= 2;
+            }
+            proof
+        })
+        .collect();
+    (root, proofs)
 }
 
 /// The root a grant's text and proof lead to; `None` when the proof is malformed.
@@ -181,10 +252,19 @@ fn root_of(payload: &[u8], proof: &[Vec<u8>]) -> Option<[u8; 32]> {
 /// The hex SHA-256 of a claim capability: what a signed grant names instead of the
 /// capability itself.
 pub fn capability_hash(claim_id: &str) -> String {
-    Sha256::digest(claim_id.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let hex = capability_hex(claim_id);
+    std::str::from_utf8(&hex).unwrap_or_default().to_string()
+}
+
+/// The lowercase hex SHA-256 of `claim_id`, on the stack (no allocation per byte).
+fn capability_hex(claim_id: &str) -> [u8; 64] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 64];
+    for (i, b) in Sha256::digest(claim_id.as_bytes()).iter().enumerate() {
+        out[2 * i] = DIGITS[usize::from(b >> 4)];
+        out[2 * i + 1] = DIGITS[usize::from(b & 0xf)];
+    }
+    out
 }
 
 /// Why a grant was not believed; the message names the check that failed.
@@ -208,6 +288,9 @@ pub enum GrantError {
     /// The signed grant is for another claim than the one presented.
     #[error("signed grant does not match the claim: {0}")]
     Mismatch(String),
+    /// The caller presenting the grant is not the access point it was delivered to.
+    #[error("grant presented by the wrong daemon: {0}")]
+    WrongPresenter(String),
     /// The grant is too old, or from the future.
     #[error("signed grant issued at {issued}, now {now}: {why}")]
     Stale {
@@ -259,31 +342,66 @@ impl GrantSigner {
     }
 
     /// Signs every grant of `claims` with one signature over their tree's root; the grants
-    /// come back in the same order, each with its proof.
+    /// come back in the same order, each with its proof and its own copy of the signature and
+    /// certificate. For a few grants (tests, tools); a cycle's grants go through
+    /// [`GrantSigner::sign_cycle`], which copies neither.
     pub fn sign_batch(&self, claims: &[GrantClaims]) -> Result<Vec<SignedGrant>, String> {
         let payloads = claims
             .iter()
             .map(serde_json::to_vec)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("grant claims: {e}"))?;
-        let (root, proofs) = merkle(payloads.iter().map(|p| leaf_hash(p)).collect());
-        let signature = self
-            .key
-            .sign(&self.rng, &[ROOT_TAG, &root[..]].concat())
-            .map_err(|_| "signing a grant failed".to_string())?
-            .as_ref()
-            .to_vec();
-        Ok(payloads
+        let cycle = self.sign_payloads(payloads)?;
+        Ok(cycle
+            .grants
             .into_iter()
-            .zip(proofs)
             .map(|(payload, proof)| SignedGrant {
                 payload,
-                signature: signature.clone(),
+                signature: cycle.signature.clone(),
                 leader_cert: self.cert_der.clone(),
                 proof,
             })
             .collect())
     }
+
+    /// Signs a cycle's grants with one signature over their tree's root: each grant's text
+    /// and proof in the order given, and the signature once.
+    pub fn sign_cycle(&self, grants: &[GrantText<'_>]) -> Result<SignedCycle, String> {
+        self.sign_payloads(grants.iter().map(GrantText::payload).collect())
+    }
+
+    fn sign_payloads(&self, payloads: Vec<Vec<u8>>) -> Result<SignedCycle, String> {
+        let (root, proofs) = merkle(payloads.iter().map(|p| leaf_hash(p)).collect());
+        let mut signed = Vec::with_capacity(ROOT_TAG.len() + root.len());
+        signed.extend_from_slice(ROOT_TAG);
+        signed.extend_from_slice(&root);
+        let signature = self
+            .key
+            .sign(&self.rng, &signed)
+            .map_err(|_| "signing a grant failed".to_string())?
+            .as_ref()
+            .to_vec();
+        Ok(SignedCycle {
+            signature,
+            grants: payloads.into_iter().zip(proofs).collect(),
+        })
+    }
+
+    /// The signer's certificate, DER: what travels with a cycle's signature.
+    pub fn cert_der(&self) -> &[u8] {
+        &self.cert_der
+    }
+}
+
+/// A cycle's grants signed together ([`GrantSigner::sign_cycle`]): the one signature, and
+/// per grant its signed text and proof. The certificate is the signer's
+/// ([`GrantSigner::cert_der`]); a [`SignedGrant`] is the text and proof with both.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SignedCycle {
+    /// The signature over the tree root (see [`SignedGrant::signature`]).
+    pub signature: Vec<u8>,
+    /// Per grant, in the order given: its signed text and its proof.
+    pub grants: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
 }
 
 /// What a claim presents, to be matched against what the leader signed.
@@ -301,13 +419,30 @@ pub struct Presented<'a> {
 #[derive(Clone, Debug)]
 pub struct GrantVerifier {
     ca_der: Vec<u8>,
+    /// The last certificate, tree root and signature that verified, and when: the claims of
+    /// one cycle share them, so the chain and ECDSA checks run once per cycle and second
+    /// rather than once per claim. A memo of a pure check: the same inputs at the same `now`
+    /// give the same answer.
+    last: Arc<Mutex<Option<Verified>>>,
+}
+
+/// A (certificate, root, signature) that verified at `now`.
+#[derive(Debug, PartialEq, Eq)]
+struct Verified {
+    now: i64,
+    cert: Vec<u8>,
+    root: [u8; 32],
+    signature: Vec<u8>,
 }
 
 impl GrantVerifier {
     /// A verifier trusting the pool CA `ca_pem` (`ca.crt`).
     pub fn from_pem(ca_pem: &str) -> Result<GrantVerifier, String> {
         let ca_der = pem_der(ca_pem, "pool CA")?;
-        let v = GrantVerifier { ca_der };
+        let v = GrantVerifier {
+            ca_der,
+            last: Arc::default(),
+        };
         v.anchor_check()?;
         Ok(v)
     }
@@ -319,14 +454,14 @@ impl GrantVerifier {
             .map_err(|e| format!("pool CA unusable as a trust anchor: {e}"))
     }
 
-    /// Believes `grant` for the claim `presented` at `now` (Unix seconds), or says why not;
-    /// returns what was signed.
-    pub fn verify(
+    /// Checks that `grant.leader_cert` chains to the pool CA at `now` with the `cm` role and
+    /// that `grant.signature` is its key's over `root`.
+    fn verify_root(
         &self,
         grant: &SignedGrant,
-        presented: Presented<'_>,
+        root: &[u8; 32],
         now: i64,
-    ) -> Result<GrantClaims, GrantError> {
+    ) -> Result<(), GrantError> {
         let ca = CertificateDer::from(self.ca_der.as_slice());
         let anchor = webpki::anchor_from_trusted_cert(&ca)
             .map_err(|e| GrantError::Untrusted(format!("pool CA: {e}")))?;
@@ -348,15 +483,45 @@ impl GrantVerifier {
         if !id.is(Role::Cm) {
             return Err(GrantError::NotCm(id.to_string()));
         }
+        let mut signed = Vec::with_capacity(ROOT_TAG.len() + root.len());
+        signed.extend_from_slice(ROOT_TAG);
+        signed.extend_from_slice(root);
+        cert.verify_signature(webpki::ring::ECDSA_P256_SHA256, &signed, &grant.signature)
+            .map_err(|_| GrantError::BadSignature)
+    }
+
+    /// Believes `grant` for the claim `presented` at `now` (Unix seconds), or says why not;
+    /// returns what was signed.
+    pub fn verify(
+        &self,
+        grant: &SignedGrant,
+        presented: Presented<'_>,
+        now: i64,
+    ) -> Result<GrantClaims, GrantError> {
         let root = root_of(&grant.payload, &grant.proof).ok_or_else(|| {
             GrantError::Malformed("the proof's steps are not a side byte and a 32-byte hash".into())
         })?;
-        cert.verify_signature(
-            webpki::ring::ECDSA_P256_SHA256,
-            &[ROOT_TAG, &root[..]].concat(),
-            &grant.signature,
-        )
-        .map_err(|_| GrantError::BadSignature)?;
+        let seen = |v: &Verified| {
+            v.now == now
+                && v.root == root
+                && v.signature == grant.signature
+                && v.cert == grant.leader_cert
+        };
+        let memo = self
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(seen);
+        if !memo {
+            self.verify_root(grant, &root, now)?;
+            *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(Verified {
+                now,
+                cert: grant.leader_cert.clone(),
+                root,
+                signature: grant.signature.clone(),
+            });
+        }
         let claims: GrantClaims = serde_json::from_slice(&grant.payload)
             .map_err(|e| GrantError::Malformed(e.to_string()))?;
         if claims.v != VERSION {
@@ -397,6 +562,73 @@ impl GrantVerifier {
             });
         }
         Ok(claims)
+    }
+}
+
+/// Whether `caller`, connecting from `from`, may present a grant signed for the access point
+/// at `access_point` (the grant's [`GrantClaims::access_point`], `host:port`): the execute
+/// node's check that a signed grant comes from the access point it was delivered to, so a
+/// grant copied off the wire (or a stolen claim request) is no use to another daemon.
+///
+/// - an access point's certificate (the `access-point` role) must connect from the grant's
+///   host: the same IP when the grant names an IP literal (both loopback counts as the same
+///   host), or a certificate named as the host when it names a host name; host names are not
+///   resolved (pure), as the collector's binding of an access point's `MyAddress` to the host
+///   it connects from (`cm/src/collector/binding.rs`) compares IP literals only;
+/// - an administrator's certificate may present any grant (the pool simulator stands in for
+///   many access points, as it may advertise for them);
+/// - nobody else (an execute node's or a CM's certificate, a token) claims with a grant;
+/// - an anonymous caller is an insecure (development) node's, which checks no grants.
+pub fn check_presenter(
+    access_point: &str,
+    caller: &Caller,
+    from: Option<IpAddr>,
+) -> Result<(), GrantError> {
+    let id = match caller {
+        Caller::Anonymous => return Ok(()),
+        Caller::Daemon(id) if id.is(Role::Admin) => return Ok(()),
+        Caller::Daemon(id) if id.is(Role::AccessPoint) => id,
+        other => {
+            return Err(GrantError::WrongPresenter(format!(
+                "{other} is not an access point; only the access point a grant was delivered \
+                 to ({access_point}) may claim with it"
+            )))
+        }
+    };
+    let host = address_host(access_point);
+    match (host.parse::<IpAddr>(), from) {
+        (Ok(ip), Some(peer)) => {
+            let (ip, peer) = (ip.to_canonical(), peer.to_canonical());
+            if ip == peer || (ip.is_loopback() && peer.is_loopback()) {
+                Ok(())
+            } else {
+                Err(GrantError::WrongPresenter(format!(
+                    "the grant is for the access point at {access_point}, but {caller} \
+                     connects from {peer}"
+                )))
+            }
+        }
+        // An IP literal and no peer address: nothing to compare (not a TCP connection).
+        (Ok(_), None) => Ok(()),
+        (Err(_), _) if host.eq_ignore_ascii_case(&id.name) => Ok(()),
+        (Err(_), _) => Err(GrantError::WrongPresenter(format!(
+            "the grant is for the access point at {access_point}, but {caller}'s certificate \
+             names {:?}",
+            id.name
+        ))),
+    }
+}
+
+/// The host of `host:port`, `<host:port?params>` or `[v6]:port`.
+fn address_host(addr: &str) -> &str {
+    let a = addr.trim().trim_start_matches('<').trim_end_matches('>');
+    let a = a.split_once('?').map_or(a, |(h, _)| h);
+    if let Some(rest) = a.strip_prefix('[') {
+        return rest.split_once(']').map_or(rest, |(h, _)| h);
+    }
+    match a.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') && p.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => a,
     }
 }
 
@@ -442,6 +674,279 @@ mod tests {
     fn signed(s: &GrantSigner, term: u64, issued: i64) -> SignedGrant {
         let c = GrantClaims::new("slot1@exec1", CAP, term, "ap:1", "alice@pool", issued);
         s.sign(&c).unwrap()
+    }
+
+    /// The signed text is pinned byte for byte: a change of the format (field order, names,
+    /// escaping, the hash's case) would make nodes of the old version refuse every grant.
+    #[test]
+    fn the_signed_text_is_pinned() {
+        let t = GrantText {
+            slot: "slot1@exec1",
+            claim_id: "abc",
+            term: 7,
+            access_point: "10.0.0.2:9615",
+            submitter: "alice@pool",
+            issued: 1_700_000_000,
+        };
+        assert_eq!(
+            String::from_utf8(t.payload()).unwrap(),
+            "{\"v\":1,\"slot\":\"slot1@exec1\",\
+             \"capability\":\"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\",\
+             \"term\":7,\"access_point\":\"10.0.0.2:9615\",\"submitter\":\"alice@pool\",\
+             \"issued\":1700000000}"
+        );
+        assert_eq!(
+            capability_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    /// The borrowed writer gives exactly what serializing the owned claims gives, also for
+    /// names that need escaping, multi-byte names and extreme numbers.
+    #[test]
+    fn the_borrowed_text_is_the_owned_claims_json() {
+        let odd = [
+            "",
+            "plain",
+            "quo\"te\\back",
+            "tab\tnl\ncr\r\u{1}\u{1f}",
+            "ünïcødé@p",
+            "</script>",
+        ];
+        for (i, a) in odd.iter().enumerate() {
+            let b = odd[(i + 1) % odd.len()];
+            let c = odd[(i + 2) % odd.len()];
+            for (term, issued) in [(0, i64::MIN), (u64::MAX, i64::MAX), (3, -1)] {
+                let t = GrantText {
+                    slot: a,
+                    claim_id: b,
+                    term,
+                    access_point: c,
+                    submitter: a,
+                    issued,
+                };
+                let owned = GrantClaims::new(a, b, term, c, a, issued);
+                assert_eq!(t.payload(), serde_json::to_vec(&owned).unwrap(), "{a:?}");
+            }
+        }
+    }
+
+    /// The tree as it was first built (members carried up level by level): the proofs and
+    /// root of the level walk must be the same for every size.
+    fn merkle_reference(leaves: Vec<[u8; 32]>) -> ([u8; 32], Vec<Vec<Vec<u8>>>) {
+        let mut proofs: Vec<Vec<Vec<u8>>> = vec![Vec::new(); leaves.len()];
+        let mut members: Vec<Vec<usize>> = (0..leaves.len()).map(|i| vec![i]).collect();
+        let mut level = leaves;
+        while level.len() > 1 {
+            let (mut next, mut next_members) = (Vec::new(), Vec::new());
+            let mut i = 0;
+            while i < level.len() {
+                if i + 1 == level.len() {
+                    next.push(level[i]);
+                    next_members.push(std::mem::take(&mut members[i]));
+                    break;
+                }
+                let (l, r) = (level[i], level[i + 1]);
+                for &m in &members[i] {
+                    proofs[m].push([&[1u8][..], &r[..]].concat());
+                }
+                for &m in &members[i + 1] {
+                    proofs[m].push([&[0u8][..], &l[..]].concat());
+                }
+                let mut joined = std::mem::take(&mut members[i]);
+                joined.append(&mut members[i + 1]);
+                next.push(node_hash(&l, &r));
+                next_members.push(joined);
+                i += 2;
+            }
+            level = next;
+            members = next_members;
+        }
+        (level.first().copied().unwrap_or([0; 32]), proofs)
+    }
+
+    #[test]
+    fn the_tree_and_proofs_are_those_of_the_first_build() {
+        for n in 0..=40usize {
+            let leaves: Vec<[u8; 32]> = (0..n).map(|i| leaf_hash(&i.to_le_bytes())).collect();
+            let got = merkle(leaves.clone());
+            assert_eq!(got, merkle_reference(leaves.clone()), "{n} leaves");
+            for (i, p) in got.1.iter().enumerate() {
+                assert_eq!(
+                    root_of(&i.to_le_bytes(), p),
+                    Some(got.0),
+                    "{n} leaves, leaf {i}"
+                );
+            }
+        }
+        // And the root of five fixed texts, pinned.
+        let five: Vec<[u8; 32]> = (0..5u8).map(|i| leaf_hash(&[i])).collect();
+        let hex: String = merkle(five).0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, FIVE_ROOT);
+    }
+
+    /// Computed outside Rust (Python hashlib) from the RFC 6962 shape.
+    const FIVE_ROOT: &str = "b855b42d6c30f5b087e05266783fbd6e394f7b926013ccaa67700a8b0c5a596f";
+
+    #[test]
+    fn a_cycle_signed_without_copies_verifies_like_a_batch() {
+        let dir = pool(&["cm1=cm"]);
+        let v = GrantVerifier::from_pem(&read(dir.path(), pki::CA_CERT)).unwrap();
+        let s = signer(dir.path(), "cm1");
+        let t = now();
+        let slots: Vec<String> = (1..=5).map(|i| format!("slot{i}@exec1")).collect();
+        let texts: Vec<GrantText> = slots
+            .iter()
+            .map(|slot| GrantText {
+                slot,
+                claim_id: CAP,
+                term: 7,
+                access_point: "ap:1",
+                submitter: "alice@pool",
+                issued: t,
+            })
+            .collect();
+        let cycle = s.sign_cycle(&texts).unwrap();
+        let owned: Vec<GrantClaims> = slots
+            .iter()
+            .map(|slot| GrantClaims::new(slot, CAP, 7, "ap:1", "alice@pool", t))
+            .collect();
+        let batch = s.sign_batch(&owned).unwrap();
+        for (i, ((payload, proof), b)) in cycle.grants.iter().zip(&batch).enumerate() {
+            // Same texts and proofs (signatures differ: ECDSA's nonce is random).
+            assert_eq!((payload, proof), (&b.payload, &b.proof));
+            let g = SignedGrant {
+                payload: payload.clone(),
+                signature: cycle.signature.clone(),
+                leader_cert: s.cert_der().to_vec(),
+                proof: proof.clone(),
+            };
+            let presented = Presented {
+                slot: &slots[i],
+                claim_id: CAP,
+                term: 7,
+            };
+            assert_eq!(v.verify(&g, presented, t).unwrap(), owned[i]);
+        }
+    }
+
+    /// Who may present a grant delivered to which access point, from where.
+    #[test]
+    fn only_the_access_point_a_grant_names_may_present_it() {
+        let cert = |name: &str, roles: &[Role]| {
+            Caller::Daemon(Identity {
+                name: name.into(),
+                roles: roles.to_vec(),
+            })
+        };
+        let ap = cert("ap1", &[Role::AccessPoint]);
+        let node_ap = cert("node1", &[Role::Execute, Role::AccessPoint]);
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        let token = Caller::User {
+            identity: "alice@pool".into(),
+            scopes: crate::authz::Level::ALL.to_vec(),
+        };
+        let cases: Vec<(&str, Caller, Option<IpAddr>, bool)> = vec![
+            ("10.0.0.2:7200", ap.clone(), ip("10.0.0.2"), true),
+            ("<10.0.0.2:7200?sock=x>", ap.clone(), ip("10.0.0.2"), true),
+            ("10.0.0.2:7200", ap.clone(), ip("::ffff:10.0.0.2"), true),
+            ("10.0.0.2:7200", ap.clone(), ip("10.0.0.3"), false),
+            ("127.0.0.1:7200", ap.clone(), ip("127.0.0.2"), true),
+            ("[::1]:7200", ap.clone(), ip("127.0.0.1"), true),
+            ("[fd00::2]:7200", ap.clone(), ip("fd00::3"), false),
+            ("10.0.0.2:7200", ap.clone(), None, true),
+            ("ap1:7200", ap.clone(), ip("10.0.0.9"), true),
+            ("AP1:7200", ap.clone(), ip("10.0.0.9"), true),
+            ("ap2.pool:7200", ap.clone(), ip("10.0.0.9"), false),
+            ("node1:7200", node_ap, ip("10.0.0.9"), true),
+            (
+                "10.0.0.2:7200",
+                cert("sim", &[Role::Admin]),
+                ip("10.9.9.9"),
+                true,
+            ),
+            (
+                "10.0.0.2:7200",
+                cert("exec1", &[Role::Execute]),
+                ip("10.0.0.2"),
+                false,
+            ),
+            (
+                "10.0.0.2:7200",
+                cert("cm1", &[Role::Cm]),
+                ip("10.0.0.2"),
+                false,
+            ),
+            ("10.0.0.2:7200", token, ip("10.0.0.2"), false),
+            (
+                "10.0.0.2:7200",
+                Caller::LocalUser("bob".into()),
+                None,
+                false,
+            ),
+            ("10.0.0.2:7200", Caller::Anonymous, ip("10.9.9.9"), true),
+        ];
+        for (addr, caller, from, ok) in cases {
+            let got = check_presenter(addr, &caller, from);
+            assert_eq!(
+                got.is_ok(),
+                ok,
+                "{caller} from {from:?} for {addr}: {got:?}"
+            );
+            if let Err(e) = got {
+                assert!(matches!(e, GrantError::WrongPresenter(_)), "{e}");
+                assert!(e.to_string().contains(addr), "{e}");
+            }
+        }
+    }
+
+    /// The memo of the last verified signature never lets a grant through that a full check
+    /// would refuse: other texts, other signatures, later times are checked again.
+    #[test]
+    fn the_signature_memo_changes_no_answer() {
+        let dir = pool(&["cm1=cm"]);
+        let v = GrantVerifier::from_pem(&read(dir.path(), pki::CA_CERT)).unwrap();
+        let s = signer(dir.path(), "cm1");
+        let t = now();
+        let slots = ["slot1@exec1", "slot2@exec1", "slot3@exec1"];
+        let owned: Vec<GrantClaims> = slots
+            .iter()
+            .map(|slot| GrantClaims::new(slot, CAP, 7, "ap:1", "alice@pool", t))
+            .collect();
+        let grants = s.sign_batch(&owned).unwrap();
+        let presented = |i: usize| Presented {
+            slot: slots[i],
+            claim_id: CAP,
+            term: 7,
+        };
+        for (i, g) in grants.iter().enumerate() {
+            assert!(v.verify(g, presented(i), t).is_ok());
+            // Again, from the memo.
+            assert!(v.verify(g, presented(i), t).is_ok());
+        }
+        // The memo holds this cycle's root now; a signature of another cycle is still refused.
+        let mut other = grants[0].clone();
+        other.signature = signed(&s, 8, t).signature;
+        assert_eq!(
+            v.verify(&other, presented(0), t),
+            Err(GrantError::BadSignature)
+        );
+        assert!(v.verify(&grants[1], presented(1), t).is_ok());
+        // Another certificate with the memo's signature and root.
+        let mut nocert = grants[1].clone();
+        nocert.leader_cert.truncate(10);
+        assert!(matches!(
+            v.verify(&nocert, presented(1), t),
+            Err(GrantError::Untrusted(_))
+        ));
+        // Long after the certificate expired, the chain is checked again.
+        let later = t + 31 * 86_400;
+        let old = GrantClaims::new(slots[2], CAP, 7, "ap:1", "alice@pool", later);
+        let g = s.sign(&old).unwrap();
+        assert!(matches!(
+            v.verify(&g, presented(2), later),
+            Err(GrantError::Untrusted(_))
+        ));
     }
 
     #[test]

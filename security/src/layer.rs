@@ -14,10 +14,11 @@ use crate::authz::{Level, Policy};
 use crate::identity::{Caller, Identity, Peer, Role};
 use crate::methods::{access, Access};
 use crate::token::TokenVerifier;
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::task::{Context, Poll};
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo, UdsConnectInfo};
 
@@ -120,6 +121,30 @@ pub fn token_caller(
     })
 }
 
+/// How many peer certificates' identities [`peer_identity`] keeps (a pool's daemons and
+/// admins; past this the memo starts over).
+const IDENTITY_MEMO: usize = 4096;
+
+/// The identity in a peer's certificate (DER), read once per certificate: every RPC of a
+/// connection presents the same certificate (tonic hands each request the connection's
+/// certificates), and parsing X.509 per RPC costs more than the lookup. A memo of a pure
+/// function of the bytes, so it can never answer differently than parsing; the TLS handshake
+/// has already checked the certificate.
+pub fn peer_identity(der: &[u8]) -> Result<Identity, String> {
+    static MEMO: OnceLock<RwLock<HashMap<Vec<u8>, Identity>>> = OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(id) = memo.read().unwrap_or_else(|p| p.into_inner()).get(der) {
+        return Ok(id.clone());
+    }
+    let id = Identity::from_der(der)?;
+    let mut m = memo.write().unwrap_or_else(|p| p.into_inner());
+    if m.len() >= IDENTITY_MEMO {
+        m.clear();
+    }
+    m.insert(der.to_vec(), id.clone());
+    Ok(id)
+}
+
 /// The caller of a request, from what the server recorded about its connection and, for a
 /// TLS client without a certificate, its bearer token.
 pub fn caller_of(ext: &http::Extensions, headers: &http::HeaderMap) -> Result<Peer, tonic::Status> {
@@ -131,7 +156,7 @@ pub fn caller_of(ext: &http::Extensions, headers: &http::HeaderMap) -> Result<Pe
                 token_caller(headers, verifier().as_deref(), crate::transport::now_unix())?;
             return Ok(Peer { caller, addr });
         };
-        let id = Identity::from_der(&first).map_err(tonic::Status::unauthenticated)?;
+        let id = peer_identity(&first).map_err(tonic::Status::unauthenticated)?;
         return Ok(Peer {
             caller: Caller::Daemon(id),
             addr,
@@ -298,6 +323,34 @@ mod tests {
         }
         let e = authorize(&p, "/aerie.raft.Raft/Nope", &callers[0].1, None).unwrap_err();
         assert_eq!(e.code(), tonic::Code::Unimplemented);
+    }
+
+    #[test]
+    fn a_peer_certificate_is_read_once_and_answers_as_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let hs = [
+            crate::pki::Holder::parse("exec7=execute").unwrap(),
+            crate::pki::Holder::parse("cm7=cm").unwrap(),
+        ];
+        crate::pki::init(dir.path(), "t", &hs, 30).unwrap();
+        let der = |n: &str| {
+            let pem = std::fs::read_to_string(dir.path().join(format!("{n}.crt"))).unwrap();
+            x509_parser::pem::parse_x509_pem(pem.as_bytes())
+                .unwrap()
+                .1
+                .contents
+        };
+        for n in ["exec7", "cm7", "exec7", "cm7"] {
+            let d = der(n);
+            assert_eq!(peer_identity(&d), Identity::from_der(&d));
+            assert_eq!(peer_identity(&d).unwrap().name, n);
+        }
+        let junk = b"not a certificate".to_vec();
+        assert!(peer_identity(&junk).is_err());
+        assert!(
+            peer_identity(&junk).is_err(),
+            "errors are not remembered as identities"
+        );
     }
 
     #[test]

@@ -285,6 +285,13 @@ impl SigningKey {
     }
 }
 
+/// The identity (`sub`) a token names, read without checking its signature: what a client
+/// takes as "me" (the jobs `cmctl q` shows by default). The server checks the token.
+pub fn unverified_subject(token: &str) -> Option<String> {
+    let claims = token.trim().split('.').nth(1)?;
+    decode::<Claims>(claims, "claims").ok().map(|c| c.sub)
+}
+
 fn decode<T: serde::de::DeserializeOwned>(part: &str, what: &str) -> Result<T, TokenError> {
     let bytes = B64
         .decode(part)
@@ -307,6 +314,44 @@ pub trait TokenVerifier: Send + Sync {
 impl TokenVerifier for SigningKey {
     fn verify(&self, token: &str, now: i64) -> Result<Claims, TokenError> {
         SigningKey::verify(self, token, now)
+    }
+}
+
+/// The token check of a daemon that is not a CM (an access point): the pool key, then the
+/// ids of revoked tokens as last fetched from a CM ([`KeyAndRevocations::set_revoked`]).
+/// A CM checks its replicated list directly; this copy lags it by the refresh period.
+pub struct KeyAndRevocations {
+    key: SigningKey,
+    revoked: std::sync::RwLock<std::collections::HashSet<String>>,
+}
+
+impl KeyAndRevocations {
+    /// A check with `key` and no revocations known yet.
+    pub fn new(key: SigningKey) -> KeyAndRevocations {
+        KeyAndRevocations {
+            key,
+            revoked: Default::default(),
+        }
+    }
+
+    /// Replaces the revoked token ids (`jti`s) with `ids`.
+    pub fn set_revoked(&self, ids: impl IntoIterator<Item = String>) {
+        let ids = ids.into_iter().collect();
+        *self.revoked.write().unwrap_or_else(|p| p.into_inner()) = ids;
+    }
+}
+
+impl TokenVerifier for KeyAndRevocations {
+    fn verify(&self, token: &str, now: i64) -> Result<Claims, TokenError> {
+        let claims = self.key.verify(token, now)?;
+        let revoked = self.revoked.read().unwrap_or_else(|p| p.into_inner());
+        if revoked.contains(&claims.jti) {
+            return Err(TokenError::Revoked {
+                jti: claims.jti,
+                sub: claims.sub,
+            });
+        }
+        Ok(claims)
     }
 }
 
@@ -346,6 +391,38 @@ mod tests {
             }
         );
         assert!(e.to_string().contains("expired 5 s ago"), "{e}");
+    }
+
+    #[test]
+    fn a_daemon_refuses_the_tokens_a_cm_listed_as_revoked() {
+        let v = KeyAndRevocations::new(key());
+        let t = key().sign(&claims(None));
+        assert!(v.verify(&t, 1500).is_ok());
+        v.set_revoked(["j1".to_string()]);
+        assert_eq!(
+            v.verify(&t, 1500),
+            Err(TokenError::Revoked {
+                jti: "j1".into(),
+                sub: "alice@pool.example".into()
+            })
+        );
+        v.set_revoked(Vec::new());
+        assert!(v.verify(&t, 1500).is_ok());
+        // The key's own checks still come first.
+        assert!(matches!(
+            v.verify(&t, 2500),
+            Err(TokenError::Expired { .. })
+        ));
+    }
+
+    #[test]
+    fn a_client_reads_its_tokens_subject() {
+        let t = key().sign(&claims(None));
+        assert_eq!(
+            unverified_subject(&t).as_deref(),
+            Some("alice@pool.example")
+        );
+        assert_eq!(unverified_subject("not a token"), None);
     }
 
     #[test]

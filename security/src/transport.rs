@@ -315,6 +315,24 @@ pub fn endpoint(addr: &str, role: Role) -> Result<Endpoint, TransportError> {
     transport().endpoint(addr, role)
 }
 
+/// The pool's token signing key from this process's credentials directory
+/// (`token-signing.key` next to its certificate), if it has one: CMs, and the access points
+/// that take tokens.
+pub fn pool_token_key() -> Result<Option<crate::token::SigningKey>, TransportError> {
+    let Transport::Tls(t) = transport() else {
+        return Ok(None);
+    };
+    let Some(dir) = t.cert_path.parent() else {
+        return Ok(None);
+    };
+    if !dir.join(crate::token::SIGNING_KEY).exists() {
+        return Ok(None);
+    }
+    crate::token::SigningKey::load(dir)
+        .map(Some)
+        .map_err(TransportError)
+}
+
 /// The verifier of bearer tokens when none was installed: the pool key in this process's
 /// credentials directory, if it has one (CMs do).
 pub(crate) fn pool_key_verifier() -> Option<Arc<dyn crate::token::TokenVerifier>> {

@@ -376,6 +376,21 @@ pub fn render(
     }
 }
 
+/// Whose jobs `cmctl q` shows by default at `at`: over TCP with a token, the token's user (the
+/// access point makes `user@domain` the owner `user`); else the Unix account running cmctl.
+pub fn me_at(at: &schedd::Target) -> String {
+    if let (schedd::Target::Tcp(_), aerie_security::Transport::Token { token, .. }) =
+        (at, aerie_security::transport())
+    {
+        if let Some(sub) = aerie_security::token::unverified_subject(token) {
+            return sub
+                .split_once('@')
+                .map_or(sub.clone(), |(u, _)| u.to_string());
+        }
+    }
+    me()
+}
+
 /// The Unix user running this command: condor_q's "my jobs".
 pub fn me() -> String {
     let uid = nix::unistd::getuid();
@@ -432,19 +447,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let p = parse(&args.args)?;
-    let path = schedd::socket_path(p.socket.as_deref(), |k| std::env::var(k).ok())?;
-    let mut schedd = Schedd::connect(&path)?;
+    let at = schedd::target(p.socket.as_deref(), |k| std::env::var(k).ok())?;
+    let mut schedd = Schedd::open(&at)?;
     let clock = Clock {
         now: now(),
         local: true,
     };
-    let path_text = path.display().to_string();
+    let path_text = at.to_string();
     if let View::Analyze(job) = &p.view {
         let text = analyze::run(&mut schedd, &args.conn, job, &path_text)?;
         print!("{text}");
         return Ok(0);
     }
-    let (ads, all) = fetch(&mut schedd, &p, &me())?;
+    let (ads, all) = fetch(&mut schedd, &p, &me_at(&at))?;
     let mut out = String::new();
     if !matches!(p.view, View::Long | View::Json | View::Autoformat(..)) {
         out.push_str(&schedd_header(&path_text, &clock));

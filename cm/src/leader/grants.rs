@@ -6,7 +6,7 @@ use aerie_core::negotiator::Outcome;
 use aerie_proto::negotiation::{
     access_point_client::AccessPointClient, Grant, GrantBatch, SignedGrant,
 };
-use aerie_security::grant::{GrantClaims, GrantSigner};
+use aerie_security::grant::{GrantSigner, GrantText};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -110,39 +110,40 @@ pub fn sign_grants(grants: &mut Grants, signer: &GrantSigner, term: u64, now: i6
     if grants.is_empty() {
         return;
     }
-    let mut all: Vec<&mut Grant> = Vec::new();
-    let mut claims = Vec::new();
-    for (ap, list) in grants.by_ap.iter_mut() {
-        for g in list.iter_mut() {
-            claims.push(GrantClaims::new(
-                &g.slot,
-                &g.claim_id,
+    // Borrowed texts, the one signature, and each grant's own text and proof moved into it:
+    // no copy of the certificate or signature per grant (they travel once per GrantBatch:
+    // 10,000 grants would carry 7 MB of copies of one certificate).
+    let texts: Vec<GrantText> = grants
+        .by_ap
+        .iter()
+        .flat_map(|(ap, list)| {
+            list.iter().map(move |g| GrantText {
+                slot: &g.slot,
+                claim_id: &g.claim_id,
                 term,
-                ap,
-                &g.submitter,
-                now,
-            ));
-            all.push(g);
-        }
-    }
-    match signer.sign_batch(&claims) {
-        Ok(signed) => {
-            if let Some(first) = signed.first() {
-                grants.leader_cert = first.leader_cert.clone();
-                grants.signature = first.signature.clone();
-            }
-            // The certificate and signature travel once per batch (GrantBatch), not in
-            // every grant: 10,000 grants would carry 7 MB of copies of one certificate.
-            for (g, s) in all.into_iter().zip(signed) {
+                access_point: ap,
+                submitter: &g.submitter,
+                issued: now,
+            })
+        })
+        .collect();
+    let count = texts.len();
+    match signer.sign_cycle(&texts) {
+        Ok(cycle) => {
+            drop(texts);
+            grants.leader_cert = signer.cert_der().to_vec();
+            grants.signature = cycle.signature;
+            let all = grants.by_ap.values_mut().flat_map(|l| l.iter_mut());
+            for (g, (payload, proof)) in all.zip(cycle.grants) {
                 g.signed = Some(SignedGrant {
-                    payload: s.payload,
+                    payload,
                     signature: Vec::new(),
                     leader_cert: Vec::new(),
-                    proof: s.proof,
+                    proof,
                 });
             }
         }
-        Err(e) => tracing::warn!(grants = claims.len(), error = %e, "grants not signed"),
+        Err(e) => tracing::warn!(grants = count, error = %e, "grants not signed"),
     }
 }
 
@@ -372,6 +373,52 @@ mod tests {
             (c.access_point.as_str(), c.submitter.as_str()),
             ("ap-a:1", "alice@p")
         );
+    }
+
+    /// Every grant gets its own signed text and proof, across access points (the texts are
+    /// made in one pass over the grants and moved back in another: they must line up).
+    #[test]
+    fn each_grant_carries_its_own_signed_text() {
+        use aerie_security::grant::{GrantVerifier, Presented};
+        use aerie_security::pki::{self, Holder};
+        let dir = tempfile::tempdir().unwrap();
+        pki::init(dir.path(), "t", &[Holder::parse("cm1=cm").unwrap()], 30).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        let signer = GrantSigner::from_pem(&read("cm1.crt"), &read("cm1.key")).unwrap();
+        let v = GrantVerifier::from_pem(&read("ca.crt")).unwrap();
+        let mut g = Grants::default();
+        for ap in ["ap-b:2", "ap-a:1"] {
+            let list = (0..3)
+                .map(|i| Grant {
+                    job: format!("{i}.0"),
+                    submitter: format!("u{i}@{ap}"),
+                    slot: format!("slot{i}@{ap}"),
+                    claim_id: format!("<m:1>#{ap}{i}"),
+                    ..Default::default()
+                })
+                .collect();
+            g.by_ap.insert(ap.into(), list);
+        }
+        let now = aerie_security::transport::now_unix();
+        sign_grants(&mut g, &signer, 7, now);
+        for (ap, list) in &g.by_ap {
+            for grant in list {
+                let s = grant.signed.clone().unwrap();
+                let signed = aerie_security::grant::SignedGrant {
+                    payload: s.payload,
+                    signature: g.signature.clone(),
+                    leader_cert: g.leader_cert.clone(),
+                    proof: s.proof,
+                };
+                let presented = Presented {
+                    slot: &grant.slot,
+                    claim_id: &grant.claim_id,
+                    term: 7,
+                };
+                let c = v.verify(&signed, presented, now).unwrap();
+                assert_eq!((&c.access_point, &c.submitter), (ap, &grant.submitter));
+            }
+        }
     }
 
     /// Issue 13.5: after the lease of the last confirmation, nothing is sent (the access point

@@ -37,12 +37,15 @@ impl startd_server::Startd for ExecuteService {
         &self,
         request: Request<npb::ClaimRequest>,
     ) -> Result<Response<npb::ClaimReply>, Status> {
+        let presenter = aerie_security::layer::peer_of(&request);
         let req = request.into_inner();
         let node = &self.node;
-        let answer = node.with_mgr(|m| match m.request_claim(&req, unix_now()) {
-            ClaimAnswer::Now(r) => Ok(r),
-            ClaimAnswer::Pending(token) => Err(node.wait_for_claim(&token)),
-        });
+        let answer = node.with_mgr(
+            |m| match m.request_claim_from(&req, &presenter, unix_now()) {
+                ClaimAnswer::Now(r) => Ok(r),
+                ClaimAnswer::Pending(token) => Err(node.wait_for_claim(&token)),
+            },
+        );
         let reply = match answer {
             Ok(r) => {
                 metrics::claim(r.ok);

@@ -31,6 +31,7 @@ use crate::startd::{ClaimSpec, Refusal, Resources, RunningJob, SlotKind, Startd}
 use aerie_proto::execute as xpb;
 use aerie_proto::negotiation as npb;
 use aerie_security::grant::{GrantError, GrantVerifier, Presented, SignedGrant};
+use aerie_security::identity::Peer;
 use classad::ClassAd;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -529,29 +530,18 @@ impl SlotManager {
         self.grants = Some(verifier);
     }
 
-    /// Checks the leader's signature of the grant a claim carries, when this node requires
-    /// one.
-    fn check_grant(&self, req: &npb::ClaimRequest, now: i64) -> Result<(), String> {
+    /// Checks the leader's signature of the grant a claim carries, and that `presenter` is
+    /// the access point it was signed for, when this node requires signed grants.
+    fn check_grant(
+        &self,
+        req: &npb::ClaimRequest,
+        presenter: &Peer,
+        now: i64,
+    ) -> Result<(), String> {
         let Some(v) = &self.grants else {
             return Ok(());
         };
-        let Some(sg) = &req.signed else {
-            return Err(GrantError::Unsigned.to_string());
-        };
-        let grant = SignedGrant {
-            payload: sg.payload.clone(),
-            signature: sg.signature.clone(),
-            leader_cert: sg.leader_cert.clone(),
-            proof: sg.proof.clone(),
-        };
-        let presented = Presented {
-            slot: &req.slot,
-            claim_id: &req.claim_id,
-            term: req.term,
-        };
-        v.verify(&grant, presented, now)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        verify_claim_grant(v, req, presenter, now).map_err(|e| e.to_string())
     }
 
     /// A central manager reported its current term (in an advertise summary). True when the
@@ -568,7 +558,23 @@ impl SlotManager {
     /// A claim request (`Startd.RequestClaim`): the capability and term are checked first,
     /// then the slot's policy (`START` for the request; a busy slot only with `preempts`).
     pub fn request_claim(&mut self, req: &npb::ClaimRequest, now: i64) -> ClaimAnswer {
-        let answer = self.claim_inner(req, now);
+        let nobody = Peer {
+            caller: aerie_security::Caller::Anonymous,
+            addr: None,
+        };
+        self.request_claim_from(req, &nobody, now)
+    }
+
+    /// [`SlotManager::request_claim`] from `presenter`, the authenticated caller of
+    /// `Startd.RequestClaim`: with signed grants required, it must be the access point the
+    /// grant was delivered to ([`aerie_security::grant::check_presenter`]).
+    pub fn request_claim_from(
+        &mut self,
+        req: &npb::ClaimRequest,
+        presenter: &Peer,
+        now: i64,
+    ) -> ClaimAnswer {
+        let answer = self.claim_inner(req, presenter, now);
         if let ClaimAnswer::Now(r) = &answer {
             if r.ok {
                 tracing::info!(slot = %r.claimed_slot, claim = %r.claim_id, job = %req.job, term = req.term, "claim accepted");
@@ -579,7 +585,7 @@ impl SlotManager {
         answer
     }
 
-    fn claim_inner(&mut self, req: &npb::ClaimRequest, now: i64) -> ClaimAnswer {
+    fn claim_inner(&mut self, req: &npb::ClaimRequest, presenter: &Peer, now: i64) -> ClaimAnswer {
         let no = |e: String| ClaimAnswer::Now(refused(e));
         if self.shutting_down {
             return no("the execute node is shutting down".into());
@@ -598,7 +604,7 @@ impl SlotManager {
         if !slot.accepts(&req.claim_id, now) {
             return no(Refusal::BadClaimId.to_string());
         }
-        if let Err(e) = self.check_grant(req, now) {
+        if let Err(e) = self.check_grant(req, presenter, now) {
             return no(e);
         }
         if let Err(e) = self.terms.check(req.term) {
@@ -1085,4 +1091,32 @@ fn refusal(actions: &[Action], claim_id: &str) -> Option<String> {
         } if c == claim_id => Some(reason.clone()),
         _ => None,
     })
+}
+
+/// Believes the signed grant `req` carries, presented by `presenter`, at `now`: the leader's
+/// signature over the claim's slot, capability and term ([`GrantVerifier::verify`]), and the
+/// presenter the access point it was signed for ([`aerie_security::grant::check_presenter`]).
+/// The real execute node and the simulator's startd both check claims with it.
+pub fn verify_claim_grant(
+    v: &GrantVerifier,
+    req: &npb::ClaimRequest,
+    presenter: &Peer,
+    now: i64,
+) -> Result<(), GrantError> {
+    let Some(sg) = &req.signed else {
+        return Err(GrantError::Unsigned);
+    };
+    let grant = SignedGrant {
+        payload: sg.payload.clone(),
+        signature: sg.signature.clone(),
+        leader_cert: sg.leader_cert.clone(),
+        proof: sg.proof.clone(),
+    };
+    let presented = Presented {
+        slot: &req.slot,
+        claim_id: &req.claim_id,
+        term: req.term,
+    };
+    let claims = v.verify(&grant, presented, now)?;
+    aerie_security::grant::check_presenter(&claims.access_point, &presenter.caller, presenter.addr)
 }

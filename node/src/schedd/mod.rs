@@ -1,5 +1,6 @@
 //! The access point role (`aerie-node access-point`): HTCondor's schedd and shadow for real
-//! jobs. Users queue jobs over a Unix socket (schedd.proto); the queue is durable in RocksDB
+//! jobs. Users queue jobs over a Unix socket or, with a token or an administrator's
+//! certificate, over mutual TLS (schedd.proto); the queue is durable in RocksDB
 //! (every change synced before it is acknowledged) with a history of finished jobs; the
 //! leader asks for the idle jobs and delivers grants (negotiation.proto); the access point
 //! claims the slots, activates them with the jobs and their input files, renews the claims
@@ -11,7 +12,8 @@
 //! [`crontab`] (when a deferred or crontab job is offered and started, pure), [`usermap`] and
 //! [`assign_group`] (accounting groups from a map file, pure), [`files`] (input and output
 //! files as the owner), [`daemon`] (the queue behind its lock), [`shadow`] (a claim's life),
-//! [`service`] (gRPC), [`ads`] (Submitter and Scheduler ads), [`metrics`], [`args`], [`run`].
+//! [`service`] (gRPC), [`who`] (a TCP caller as a job owner), [`revocations`] (revoked tokens
+//! from the CMs), [`ads`] (Submitter and Scheduler ads), [`metrics`], [`args`], [`run`].
 //!
 //! On restart the queue is kept, and jobs that were running go back to idle: their claims
 //! are not kept across restarts (reconnecting to running jobs within their lease is future
@@ -28,8 +30,10 @@ pub mod files;
 pub mod job;
 pub mod metrics;
 pub mod queue;
+pub mod revocations;
 pub mod run;
 pub mod service;
 pub mod shadow;
 pub mod store;
 pub mod usermap;
+pub mod who;

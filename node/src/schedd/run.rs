@@ -1,5 +1,6 @@
 //! Starting and stopping an access point: the spool, the Unix socket (mode 0666), the TCP
-//! services, the advertiser, the keep-alive and periodic-policy loops, the metrics.
+//! services (the users' `Schedd` among them, with mutual TLS), the advertiser, the
+//! keep-alive and periodic-policy loops, the metrics.
 use super::args::AccessPointArgs;
 use super::daemon::Schedd;
 use super::service::{AccessPointService, ScheddService, ShadowService};
@@ -98,7 +99,15 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
                 AccessPointServer::new(AccessPointService(s.clone()))
                     .max_encoding_message_size(give),
             )
-            .add_service(ShadowServer::new(ShadowService(s)).max_decoding_message_size(take))
+            .add_service(
+                ShadowServer::new(ShadowService(s.clone())).max_decoding_message_size(take),
+            )
+            // Users with a token or an administrator's certificate (cmctl --schedd HOST:PORT).
+            .add_service(
+                ScheddServer::new(ScheddService(s))
+                    .max_decoding_message_size(take)
+                    .max_encoding_message_size(give),
+            )
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(tcp))
             .await;
         if let Err(e) = r {
@@ -123,6 +132,20 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
             s.periodic_once().await;
         }
     }));
+    // Tokens: checked with the pool key when this access point holds it (super::who), the
+    // revoked ones fetched from the CMs.
+    match aerie_security::transport::pool_token_key() {
+        Ok(Some(key)) => {
+            let v = Arc::new(aerie_security::token::KeyAndRevocations::new(key));
+            if aerie_security::layer::install_verifier(v.clone()) && !args.cms.is_empty() {
+                tasks.push(tokio::spawn(super::revocations::run(v, args.cms.clone())));
+            }
+        }
+        Ok(None) => tracing::info!(
+            "no token-signing.key in the credentials: the TCP Schedd service takes certificates only"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot read the token key; the TCP Schedd service takes certificates only"),
+    }
     if !args.cms.is_empty() {
         let (s, cms, i) = (
             schedd.clone(),

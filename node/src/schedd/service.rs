@@ -1,8 +1,11 @@
 //! The access point's gRPC services, thin: `Schedd` for users on the Unix socket (the caller
-//! is the socket peer's Unix account, from SO_PEERCRED, never anything in the request),
-//! `AccessPoint` for the leader and `Shadow` for the execute nodes on TCP.
+//! is the socket peer's Unix account, from SO_PEERCRED, never anything in the request) and on
+//! TCP with mutual TLS (the caller is the token or certificate the authorization layer
+//! checked, [`super::who`]), `AccessPoint` for the leader and `Shadow` for the execute nodes
+//! on TCP.
 use super::daemon::{who_is, Schedd, SubmitError};
 use super::queue::{ActSpec, Action, Who};
+use super::who::who_of;
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
 use aerie_proto::schedd as sc;
@@ -19,21 +22,36 @@ pub struct AccessPointService(pub Arc<Schedd>);
 pub struct ShadowService(pub Arc<Schedd>);
 
 impl ScheddService {
-    /// Who is calling: the socket peer's account.
+    /// Who is calling: on the Unix socket the peer's account (SO_PEERCRED); over TCP the
+    /// caller the authorization layer authenticated (a token or a certificate), as a job
+    /// owner ([`who_of`]).
     // The handlers answer with a tonic Status; boxing it here would only move the unboxing.
     #[allow(clippy::result_large_err)]
     fn caller<T>(&self, req: &Request<T>) -> Result<Who, Status> {
-        let uid = req
+        if let Some(info) = req
             .extensions()
             .get::<tonic::transport::server::UdsConnectInfo>()
-            .and_then(|i| i.peer_cred)
-            .map(|c| c.uid())
-            .ok_or_else(|| {
-                Status::unauthenticated(
-                    "the caller's credentials are unknown (not a Unix socket peer)",
-                )
+        {
+            let uid = info.peer_cred.map(|c| c.uid()).ok_or_else(|| {
+                Status::unauthenticated("the local socket did not give the caller's credentials")
             })?;
-        who_is(uid, &self.0.settings.super_users).map_err(Status::permission_denied)
+            return who_is(uid, &self.0.settings.super_users).map_err(Status::permission_denied);
+        }
+        let peer = aerie_security::layer::peer_of(req);
+        who_of(&peer.caller, &self.0.settings.super_users).map_err(Status::permission_denied)
+    }
+
+    /// A reader of the queue: on the Unix socket a known account; over TCP whoever the layer
+    /// let through at `READ` (the queue is readable by the pool, as HTCondor's `condor_q`).
+    #[allow(clippy::result_large_err)]
+    fn reader<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        match req
+            .extensions()
+            .get::<tonic::transport::server::UdsConnectInfo>()
+        {
+            Some(_) => self.caller(req).map(|_| ()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -87,7 +105,7 @@ impl sc::schedd_server::Schedd for ScheddService {
         &self,
         req: Request<sc::QueryRequest>,
     ) -> Result<Response<sc::QueryReply>, Status> {
-        self.caller(&req)?;
+        self.reader(&req)?;
         let r = req.into_inner();
         let s = self.0.clone();
         let ads = tokio::task::spawn_blocking(move || {

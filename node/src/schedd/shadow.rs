@@ -150,7 +150,7 @@ impl Schedd {
     /// AccessPoint.DeliverGrants: checks every grant at once and answers; the claims run in
     /// a task of their own.
     pub fn deliver(self: &Arc<Self>, mut batch: pb::GrantBatch) -> pb::GrantReply {
-        with_batch_signature(&mut batch);
+        let seal = BatchSeal::take(&mut batch);
         let mut results = Vec::with_capacity(batch.grants.len());
         let mut taken = Vec::new();
         let now = now_secs();
@@ -190,7 +190,7 @@ impl Schedd {
             let (term, cycle) = (batch.term, batch.cycle);
             tokio::spawn(async move {
                 for (g, id) in taken {
-                    me.claim_for(term, cycle, g, id).await;
+                    me.claim_for(term, cycle, g, id, &seal).await;
                 }
             });
         }
@@ -199,7 +199,14 @@ impl Schedd {
 
     /// Claims the granted slot for job `id`; on success activates it, else the job may be
     /// matched again.
-    async fn claim_for(self: &Arc<Self>, term: u64, cycle: u64, g: pb::Grant, id: JobId) {
+    async fn claim_for(
+        self: &Arc<Self>,
+        term: u64,
+        cycle: u64,
+        mut g: pb::Grant,
+        id: JobId,
+        seal: &BatchSeal,
+    ) {
         let Some(ad) = self.job_ad(id) else {
             self.lock().claims.abort_grant(id);
             return;
@@ -221,7 +228,7 @@ impl Schedd {
             // A preempting claim: the startd retires and vacates the slot's job first.
             preempts: g.preempts,
             // The leader's signature, forwarded untouched: the startd checks it.
-            signed: g.signed.clone(),
+            signed: seal.complete(g.signed.take()),
         };
         let wait = if g.preempts {
             Wait::UntilAnswered
@@ -678,18 +685,74 @@ impl Schedd {
     }
 }
 
-/// Puts the batch's leader certificate and signature back into each signed grant that left
-/// them out (the leader sends them once per [`pb::GrantBatch`]), so every claim carries the
-/// whole signed grant the execute node verifies.
-pub fn with_batch_signature(batch: &mut pb::GrantBatch) {
-    for g in &mut batch.grants {
-        if let Some(s) = g.signed.as_mut() {
+/// The leader's certificate and signature of one grant batch (sent once per
+/// [`pb::GrantBatch`], not in each grant), taken out of the batch without a copy and shared
+/// by the batch's claims: each claim's [`pb::SignedGrant`] gets them back only when it is sent
+/// ([`BatchSeal::complete`]), so the `DeliverGrants` answer the leader waits for copies
+/// nothing per grant.
+#[derive(Debug, Default)]
+pub struct BatchSeal {
+    leader_cert: Vec<u8>,
+    signature: Vec<u8>,
+}
+
+impl BatchSeal {
+    /// Takes the certificate and signature out of `batch`.
+    pub fn take(batch: &mut pb::GrantBatch) -> Arc<BatchSeal> {
+        Arc::new(BatchSeal {
+            leader_cert: std::mem::take(&mut batch.leader_cert),
+            signature: std::mem::take(&mut batch.signature),
+        })
+    }
+
+    /// A grant's signed part as the execute node verifies it: the batch's certificate and
+    /// signature put back where the grant left them out (a grant that carries its own keeps
+    /// them). `None` stays `None`: an unsigned grant.
+    pub fn complete(&self, signed: Option<pb::SignedGrant>) -> Option<pb::SignedGrant> {
+        signed.map(|mut s| {
             if s.leader_cert.is_empty() {
-                s.leader_cert = batch.leader_cert.clone();
+                s.leader_cert = self.leader_cert.clone();
             }
             if s.signature.is_empty() {
-                s.signature = batch.signature.clone();
+                s.signature = self.signature.clone();
             }
-        }
+            s
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_seal_puts_the_certificate_and_signature_back_into_each_claim() {
+        let mut batch = pb::GrantBatch {
+            leader_cert: b"cert".to_vec(),
+            signature: b"sig".to_vec(),
+            ..Default::default()
+        };
+        let seal = BatchSeal::take(&mut batch);
+        // Taken, not copied.
+        assert!(batch.leader_cert.is_empty() && batch.signature.is_empty());
+        let bare = pb::SignedGrant {
+            payload: b"p".to_vec(),
+            proof: vec![vec![1; 33]],
+            ..Default::default()
+        };
+        let done = seal.complete(Some(bare.clone())).unwrap();
+        assert_eq!(
+            (done.leader_cert, done.signature),
+            (b"cert".to_vec(), b"sig".to_vec())
+        );
+        assert_eq!((&done.payload, &done.proof), (&bare.payload, &bare.proof));
+        // A grant carrying its own keeps them; an unsigned grant stays unsigned.
+        let own = pb::SignedGrant {
+            leader_cert: b"own".to_vec(),
+            signature: b"mine".to_vec(),
+            ..bare
+        };
+        assert_eq!(seal.complete(Some(own.clone())), Some(own));
+        assert_eq!(seal.complete(None), None);
     }
 }
