@@ -4,6 +4,7 @@
 //! through the startd rules, show up Claimed in the collector, run and are released, and the
 //! claims log the startds wrote passes `check-claims`.
 use aerie_proto::negotiation as npb;
+use aerie_security::grant::{GrantSigner, GrantText};
 use aerie_tests::sim::{Sim, SimOptions};
 use aerie_tests::{
     collector_ads, daemon_bin, eventually, free_port, wait_leader, write_retry, Cluster,
@@ -147,6 +148,52 @@ async fn the_pool_is_advertised_and_invalidated_on_sigterm() {
     assert!(ours.is_empty(), "still advertised after SIGTERM: {ours:?}");
 }
 
+/// The test plays the leader of `batch.term`: signs the batch's grants as the leader's CM key
+/// would (the simulator runs with the pool's credentials, so it takes signed grants only).
+fn signed(mut batch: npb::GrantBatch) -> npb::GrantBatch {
+    let (cert, signature, each) = sign(batch.term, &batch.grants);
+    batch.leader_cert = cert;
+    batch.signature = signature;
+    for (g, s) in batch.grants.iter_mut().zip(each) {
+        g.signed = Some(s);
+    }
+    batch
+}
+
+/// Signs `grants` for `term` with the test pool's CM key: the certificate, the one signature
+/// and each grant's signed text and proof (certificate and signature left out, as a
+/// `GrantBatch` carries them once).
+fn sign(term: u64, grants: &[npb::Grant]) -> (Vec<u8>, Vec<u8>, Vec<npb::SignedGrant>) {
+    let dir = aerie_tests::test_pool();
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("test pool credential");
+    let signer = GrantSigner::from_pem(&read("cm1.crt"), &read("cm1.key")).expect("CM signer");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let texts: Vec<GrantText> = grants
+        .iter()
+        .map(|g| GrantText {
+            slot: &g.slot,
+            claim_id: &g.claim_id,
+            term,
+            access_point: &g.startd_addr,
+            submitter: &g.submitter,
+            issued: now,
+        })
+        .collect();
+    let cycle = signer.sign_cycle(&texts).expect("sign the cycle");
+    let each = cycle
+        .grants
+        .into_iter()
+        .map(|(payload, proof)| npb::SignedGrant {
+            payload,
+            proof,
+            ..Default::default()
+        })
+        .collect();
+    (signer.cert_der().to_vec(), cycle.signature, each)
+}
+
 fn grant(job: &str, sub: &str, slot: &str, addr: &str, claim_id: &str) -> npb::Grant {
     npb::Grant {
         job: job.into(),
@@ -205,7 +252,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
     let s2 = "slot2@sim0.pool.example";
     let a = sim.grpc_addr();
     let reply = ap
-        .deliver_grants(npb::GrantBatch {
+        .deliver_grants(signed(npb::GrantBatch {
             term: 3,
             cycle: 1,
             leader_id: 1,
@@ -224,7 +271,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
                 ),
             ],
             ..Default::default()
-        })
+        }))
         .await
         .expect("deliver grants")
         .into_inner();
@@ -264,7 +311,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
 
     // A grant from an older term than one acted on is refused by the access point.
     let stale = ap
-        .deliver_grants(npb::GrantBatch {
+        .deliver_grants(signed(npb::GrantBatch {
             term: 2,
             cycle: 9,
             leader_id: 2,
@@ -276,7 +323,7 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
                 &ids["slot3@sim0.pool.example"],
             )],
             ..Default::default()
-        })
+        }))
         .await
         .expect("deliver stale grants")
         .into_inner();
@@ -334,13 +381,13 @@ async fn grants_from_a_leader_claim_slots_run_and_release() {
     // The released slots have fresh capabilities: the old grant no longer works.
     let refused_before = sim.log().matches("bad claim id").count();
     let again = ap
-        .deliver_grants(npb::GrantBatch {
+        .deliver_grants(signed(npb::GrantBatch {
             term: 3,
             cycle: 2,
             leader_id: 1,
             grants: vec![grant("3.0", "alice@pool.example", s1, a, &ids[s1])],
             ..Default::default()
-        })
+        }))
         .await
         .expect("deliver")
         .into_inner();
@@ -390,15 +437,33 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
     let job_ad = "MyType = \"Job\"\nClusterId = 50\nProcId = 0\nOwner = \"zed\"\n\
                   User = \"zed@pool.example\"\nRequestCpus = 1\nRequestMemory = 1024\n\
                   RequestDisk = 100\n";
-    let req = |term: u64, claim_id: &str| npb::ClaimRequest {
-        slot: p.into(),
-        claim_id: claim_id.into(),
-        term,
-        cycle: 1,
-        job: "50.0".into(),
-        submitter: "zed@pool.example".into(),
-        job_ad: job_ad.into(),
-        ..Default::default()
+    // Each claim carries the leader's signature of its grant, whole (as an access point
+    // sends it).
+    let req = |term: u64, claim_id: &str| {
+        let g = npb::Grant {
+            slot: p.into(),
+            claim_id: claim_id.into(),
+            submitter: "zed@pool.example".into(),
+            startd_addr: format!("<{}>", sim.grpc_addr()),
+            ..Default::default()
+        };
+        let (cert, signature, mut each) = sign(term, std::slice::from_ref(&g));
+        let signed = each.pop().map(|s| npb::SignedGrant {
+            signature,
+            leader_cert: cert,
+            ..s
+        });
+        npb::ClaimRequest {
+            slot: p.into(),
+            claim_id: claim_id.into(),
+            term,
+            cycle: 1,
+            job: "50.0".into(),
+            submitter: "zed@pool.example".into(),
+            job_ad: job_ad.into(),
+            signed,
+            ..Default::default()
+        }
     };
     let mut sd = sim.startd();
     let bad = sd
@@ -424,7 +489,7 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
     // A grant through the access point carves a second dynamic slot from the same machine.
     let mut ap = sim.access_point();
     let r = ap
-        .deliver_grants(npb::GrantBatch {
+        .deliver_grants(signed(npb::GrantBatch {
             term: 5,
             cycle: 2,
             leader_id: 1,
@@ -436,7 +501,7 @@ async fn the_startd_service_claims_and_partitionable_slots_carve() {
                 &ids[p],
             )],
             ..Default::default()
-        })
+        }))
         .await
         .expect("grants")
         .into_inner();
