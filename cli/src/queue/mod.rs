@@ -359,15 +359,18 @@ pub fn render(
     all_users: Option<&views::Totals>,
     clock: &Clock,
 ) -> String {
-    let mut sorted: Vec<ClassAd> = ads.to_vec();
-    sorted.sort_by_key(columns::job_id);
+    let sorted = || {
+        let mut v: Vec<ClassAd> = ads.to_vec();
+        v.sort_by_cached_key(columns::job_id);
+        v
+    };
     let totals = views::Totals::of(ads);
     let partial =
         !p.constraints.is_empty() || p.targets.iter().any(|t| !matches!(t, Target::Owner(_)));
     match &p.view {
-        View::Long => crate::status::long(&sorted),
-        View::Json => crate::status::json(&sorted),
-        View::Autoformat(o, attrs) => autoformat(&sorted, o, attrs),
+        View::Long => crate::status::long(&sorted()),
+        View::Json => crate::status::json(&sorted()),
+        View::Autoformat(o, attrs) => autoformat(&sorted(), o, attrs),
         View::Batch => views::batch(ads, partial, clock) + &views::summary(&totals, all_users),
         View::NoBatch => views::nobatch(ads, clock) + &views::summary(&totals, all_users),
         View::Hold => views::hold(ads, clock) + &views::summary(&totals, all_users),
@@ -408,6 +411,77 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// The attributes the default batch view reads ([`views::batch`]).
+pub const BATCH_ATTRS: &[&str] = &[
+    "ClusterId",
+    "ProcId",
+    "Owner",
+    "JobBatchName",
+    "TotalSubmitProcs",
+    "JobStatus",
+    "QDate",
+];
+
+/// The first columns of `-nobatch` and `-run` (ID, OWNER, SUBMITTED) and the run time
+/// ([`columns::run_time`]) with the status it reads.
+const JOB_ROW_ATTRS: &[&str] = &[
+    "ClusterId",
+    "ProcId",
+    "Owner",
+    "QDate",
+    "RemoteUserCpu",
+    "JobStatus",
+    "ServerTime",
+    "ShadowBday",
+    "LastRemoteWallClockTime",
+];
+
+/// What `-nobatch` reads besides [`JOB_ROW_ATTRS`] ([`views::nobatch`]: ST, PRI, SIZE, CMD).
+pub const NOBATCH_ATTRS: &[&str] = &[
+    "TransferQueued",
+    "TransferringInput",
+    "TransferringOutput",
+    "JobPrio",
+    "MemoryUsage",
+    "ImageSize",
+    "Cmd",
+    "Args",
+    "Arguments",
+    "JobDescription",
+    "MATCH_EXP_JobDescription",
+];
+
+/// The attributes `-hold` reads ([`views::hold`]).
+pub const HOLD_ATTRS: &[&str] = &[
+    "ClusterId",
+    "ProcId",
+    "Owner",
+    "EnteredCurrentStatus",
+    "HoldReason",
+    "JobStatus",
+];
+
+/// The attributes to ask the access point for in `view` (empty: whole ads); the access point
+/// adds those a kept attribute's expression refers to. condor_q too asks only for its print
+/// format's attributes (src/condor_q.V6/queue.cpp): whole ads made `cmctl q` over 100,000
+/// jobs send and parse some 40 attributes a job to print a few.
+pub fn projection(view: &View) -> Vec<String> {
+    let table = |parts: &[&[&str]]| parts.concat().iter().map(|a| a.to_string()).collect();
+    match view {
+        View::Long | View::Json | View::Analyze(_) => Vec::new(),
+        View::Autoformat(_, attrs) => ["ClusterId", "ProcId"]
+            .iter()
+            .map(|a| a.to_string())
+            .chain(attrs.iter().cloned())
+            .collect(),
+        View::Batch => table(&[BATCH_ATTRS]),
+        View::NoBatch => table(&[JOB_ROW_ATTRS, NOBATCH_ATTRS]),
+        View::Hold => table(&[HOLD_ATTRS]),
+        // `-run` adds HOST(S).
+        View::Run => table(&[JOB_ROW_ATTRS, &["RemoteHost"]]),
+    }
+}
+
 /// Asks the access point for the jobs `p` picks, and for the whole queue's states when the
 /// view has a summary.
 pub fn fetch(
@@ -417,7 +491,7 @@ pub fn fetch(
 ) -> anyhow::Result<(Vec<ClassAd>, Option<views::Totals>)> {
     let ads = schedd.query(pb::QueryRequest {
         constraint: constraint(p, me),
-        projection: Vec::new(),
+        projection: projection(&p.view),
         history: false,
         limit: 0,
     })?;

@@ -19,17 +19,49 @@ fn ads(text: &str) -> Vec<ClassAd> {
 }
 
 /// The jobs the access point would answer with: those the constraint `p` makes for user
-/// `me` selects (evaluated here as the access point would).
+/// `me` selects (evaluated here as the access point would), cut to the view's
+/// [`projection`] as the access point cuts them, so every view below is checked on the
+/// attributes `cmctl q` asks for.
 fn select(all: &[ClassAd], p: &Parsed, me: &str) -> Vec<ClassAd> {
     let c = constraint(p, me);
-    if c.is_empty() {
-        return all.to_vec();
-    }
-    let e = classad::parse_expr(&c).unwrap();
+    let e = (!c.is_empty()).then(|| classad::parse_expr(&c).unwrap());
+    let projection = projection(&p.view);
     all.iter()
-        .filter(|a| matches!(a.eval_expr(&e), Value::Bool(true)))
-        .cloned()
+        .filter(|a| {
+            e.as_ref()
+                .is_none_or(|e| matches!(a.eval_expr(e), Value::Bool(true)))
+        })
+        .map(|a| cut(a, &projection))
         .collect()
+}
+
+/// `ad` cut to `projection` (whole when empty) with the attributes the kept expressions refer
+/// to, as the access point's `queue::project` does.
+fn cut(ad: &ClassAd, projection: &[String]) -> ClassAd {
+    if projection.is_empty() {
+        return ad.clone();
+    }
+    let mut out = ClassAd::new();
+    let mut wanted = projection.to_vec();
+    while let Some(a) = wanted.pop() {
+        if let (false, Some(e)) = (out.contains(&a), ad.lookup(&a)) {
+            wanted.extend(e.references().internal);
+            out.insert(&a, e.clone());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_tables_ask_for_a_few_attributes_and_long_for_all() {
+    let all = ads(MIXED_ADS);
+    let p = parse(&args(&["-allusers", "-nobatch"])).unwrap();
+    let sent: usize = select(&all, &p, "ref").iter().map(ClassAd::len).sum();
+    let whole: usize = all.iter().map(ClassAd::len).sum();
+    assert!(sent * 3 < whole, "{sent} of {whole} attributes sent");
+    let p = parse(&args(&["-af", "Owner"])).unwrap();
+    assert_eq!(projection(&p.view), ["ClusterId", "ProcId", "Owner"]);
+    assert!(projection(&parse(&args(&["-long"])).unwrap().view).is_empty());
 }
 
 fn args(v: &[&str]) -> Vec<String> {

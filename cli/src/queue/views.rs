@@ -66,7 +66,8 @@ pub fn summary(query: &Totals, all_users: Option<&Totals>) -> String {
 /// The ads sorted by job id, as condor_q lists them.
 fn by_id(ads: &[ClassAd]) -> Vec<&ClassAd> {
     let mut v: Vec<&ClassAd> = ads.iter().collect();
-    v.sort_by_key(|a| col::job_id(a));
+    // Each key is evaluated once, not at every comparison.
+    v.sort_by_cached_key(|a| col::job_id(a));
     v
 }
 

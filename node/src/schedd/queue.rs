@@ -126,6 +126,9 @@ pub struct Queue {
     idle_by_signature: HashMap<String, BTreeSet<JobId>>,
     /// Each idle job's signature (its key in `idle_by_signature`).
     signature_of: HashMap<JobId, String>,
+    /// Jobs per status, kept as changes apply: the metrics read it on every commit, and a
+    /// scan of the queue there made each job event cost O(queue).
+    by_status: BTreeMap<Status, u64>,
 }
 
 fn set_status(ad: &mut ClassAd, to: Status, now: i64) {
@@ -176,6 +179,7 @@ impl Queue {
             if let Some(id) = JobId::of(&ad) {
                 q.next_cluster = q.next_cluster.max(id.cluster + 1);
                 q.index(id, &ad);
+                q.count(Status::of(&ad), 1);
                 q.jobs.insert(id, ad);
             }
         }
@@ -189,14 +193,28 @@ impl Queue {
                 Change::Put(id, ad) => {
                     self.unindex(*id);
                     self.index(*id, ad);
-                    self.jobs.insert(*id, ad.clone());
+                    self.count(Status::of(ad), 1);
+                    if let Some(old) = self.jobs.insert(*id, ad.clone()) {
+                        self.count(Status::of(&old), -1);
+                    }
                 }
                 Change::Finish(id, _) => {
                     self.unindex(*id);
-                    self.jobs.remove(id);
+                    if let Some(old) = self.jobs.remove(id) {
+                        self.count(Status::of(&old), -1);
+                    }
                 }
                 Change::NextCluster(n) => self.next_cluster = self.next_cluster.max(*n),
             }
+        }
+    }
+
+    /// Adds `by` to the jobs counted in `status`.
+    fn count(&mut self, status: Status, by: i64) {
+        let n = self.by_status.entry(status).or_default();
+        *n = n.saturating_add_signed(by);
+        if *n == 0 {
+            self.by_status.remove(&status);
         }
     }
 
@@ -833,13 +851,9 @@ impl Queue {
         m
     }
 
-    /// Jobs per status.
+    /// Jobs per status (kept up to date by [`Queue::apply`], no scan).
     pub fn status_counts(&self) -> BTreeMap<Status, u64> {
-        let mut m = BTreeMap::new();
-        for ad in self.jobs.values() {
-            *m.entry(Status::of(ad)).or_default() += 1;
-        }
-        m
+        self.by_status.clone()
     }
 }
 
@@ -912,15 +926,28 @@ pub fn select<'a>(
         .collect()
 }
 
-/// The ad cut to `projection` (whole when empty), in old syntax.
+/// The ad cut to `projection` (whole when empty), in old syntax. An attribute kept whose
+/// value is an expression brings along the attributes of the ad it refers to (transitively),
+/// so it evaluates at the caller as it would here (`MemoryUsage` is an expression of
+/// `ResidentSetSize` in HTCondor's job ads). condor_q asks for the few attributes its view
+/// prints (src/condor_q.V6/queue.cpp builds its projection from the print format), so a
+/// query over a large queue sends a few attributes per job, not the whole ads.
 pub fn project(ad: &ClassAd, projection: &[String]) -> String {
     if projection.is_empty() {
         return ad.to_old_syntax();
     }
-    let mut out = ClassAd::new();
-    for a in projection {
-        if let Some(e) = ad.lookup(a) {
-            out.insert(a, e.clone());
+    let mut out = ClassAd::with_capacity(projection.len());
+    let mut wanted: Vec<String> = projection.to_vec();
+    while let Some(a) = wanted.pop() {
+        if out.contains(&a) {
+            continue;
+        }
+        if let Some(e) = ad.lookup(&a) {
+            if !matches!(e, Expr::Lit(_)) {
+                let refs = e.references().internal;
+                wanted.extend(refs.into_iter().filter(|r| !out.contains(r)));
+            }
+            out.insert(&a, e.clone());
         }
     }
     out.to_old_syntax()

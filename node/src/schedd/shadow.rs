@@ -1,6 +1,7 @@
 //! A claim's life at the access point, HTCondor's schedd and shadow in one: take the
-//! leader's grants at once (the claims run in a spawned task, so a grant is never left
-//! half-done when the leader's deadline drops the call: issue 13.4), claim the slot
+//! leader's grants at once (each grant's claim runs in a spawned task of its own, so a grant
+//! is never left half-done when the leader's deadline drops the call: issue 13.4, and the
+//! claims of a cycle are in flight together), claim the slot
 //! (`Startd.RequestClaim` with the job ad), activate it with the job and its input files
 //! (`Execute.ActivateClaim`), renew it every `ALIVE_INTERVAL` (`Execute.KeepAlive`), record
 //! the job's events (`Shadow.JobEvent`: started, exited with its outputs, evicted, failed to
@@ -185,14 +186,17 @@ impl Schedd {
                 }
             }
         }
-        if !taken.is_empty() {
+        // Each claim in a task of its own, all at once: one after the other, a cycle's
+        // claims took a round trip (and a connection) each before the next began, and a
+        // preempting claim, answered only once the slot's job has retired, held up every
+        // claim behind it. HTCondor's schedd likewise has its startd contacts in flight
+        // together (`MAX_PENDING_STARTD_CONTACTS`, unlimited by default;
+        // src/condor_schedd.V6/schedd.cpp `contactStartd`).
+        for (g, id) in taken {
             let me = self.clone();
             let (term, cycle) = (batch.term, batch.cycle);
-            tokio::spawn(async move {
-                for (g, id) in taken {
-                    me.claim_for(term, cycle, g, id, &seal).await;
-                }
-            });
+            let seal = seal.clone();
+            tokio::spawn(async move { me.claim_for(term, cycle, g, id, &seal).await });
         }
         pb::GrantReply { results }
     }

@@ -415,6 +415,41 @@ fn the_idle_index_follows_every_change() {
     assert_eq!(idle(&again), [JobId::new(1, 0)]);
 }
 
+#[test]
+fn status_counts_follow_every_change_without_a_scan() {
+    let rescan = |q: &Queue| {
+        let mut m = BTreeMap::new();
+        for (_, a) in q.jobs() {
+            *m.entry(Status::of(a)).or_insert(0u64) += 1;
+        }
+        m
+    };
+    let mut q = Queue::new([], 1);
+    submitted(&mut q, &alice(), 3, "");
+    let mut steps: Vec<Vec<Change>> = vec![
+        q.started(JobId::new(1, 0), "s", 1),
+        q.hold(JobId::new(1, 1), "why", 1, 0, 2),
+    ];
+    for ch in steps.drain(..) {
+        q.apply(&ch);
+        assert_eq!(q.status_counts(), rescan(&q));
+    }
+    let exit = Exit {
+        code: Some(0),
+        ..Exit::default()
+    };
+    q.apply(&q.exited(JobId::new(1, 0), &exit, 3));
+    assert_eq!(q.status_counts(), rescan(&q));
+    q.apply(
+        &q.act(&spec(Action::Remove, &["1"]), &alice(), NOT_BUSY, 4)
+            .changes,
+    );
+    assert_eq!(q.status_counts(), rescan(&q));
+    let again = Queue::new(q.jobs().map(|(_, a)| a.clone()), 1);
+    assert_eq!(again.status_counts(), rescan(&q));
+    assert_eq!(q.status_counts().values().sum::<u64>(), q.len() as u64);
+}
+
 fn held(q: &Queue, c: i64) -> (Status, String, i64) {
     let a = q.get(JobId::new(c, 0)).unwrap();
     (
@@ -550,4 +585,29 @@ fn a_submit_takes_its_accounting_group_from_the_map_or_is_refused_whole() {
         e,
         format!("job {c}.0: Submit requirement AssignAccountingGroup not met.")
     );
+}
+
+#[test]
+fn a_projection_keeps_what_its_expressions_refer_to() {
+    let ad = classad::parse_ad(
+        "ClusterId = 3\nProcId = 1\nResidentSetSize = 5000\n\
+         MemoryUsage = ((ResidentSetSize + 1023) / 1024)\nLoop = Loop + 1\nCmd = \"/bin/true\"",
+    )
+    .unwrap();
+    let text = project(&ad, &["MemoryUsage".into(), "ProcId".into(), "Gone".into()]);
+    let cut = classad::parse_ad(&text).unwrap();
+    // MemoryUsage evaluates where it is read, as it does on the whole ad; Cmd is not sent.
+    assert_eq!(cut.eval_attr("MemoryUsage"), ad.eval_attr("MemoryUsage"));
+    assert_eq!(cut.eval_attr("ProcId").as_int(), Some(1));
+    assert!(!cut.contains("Cmd") && !cut.contains("ClusterId"), "{text}");
+    assert_eq!(cut.len(), 3, "{text}");
+    // A self-referring attribute is kept once.
+    assert_eq!(
+        classad::parse_ad(&project(&ad, &["Loop".into()]))
+            .unwrap()
+            .len(),
+        1
+    );
+    // No projection: the whole ad.
+    assert_eq!(project(&ad, &[]), ad.to_old_syntax());
 }
