@@ -7,6 +7,7 @@
 use super::metrics::{self, JobCount};
 use super::run::{unix_now, Node};
 use super::slots::JobEnd;
+use crate::starter::cpu_load::{process_group_cpu, LoadMeter};
 use crate::starter::{
     self, ExitOutcome, ExitReport, JobDescription, JobProcess, StartError, Starter, StarterConfig,
 };
@@ -33,9 +34,20 @@ pub struct JobEntry {
     hard_kill_at: Mutex<Option<Instant>>,
     hard_killed: AtomicBool,
     events: JobEvents,
+    load: Mutex<LoadMeter>,
 }
 
 impl JobEntry {
+    /// The job's CPU load now (its process group's CPU time, averaged over a minute:
+    /// [`LoadMeter`]), sampled at `at` seconds since the node started; `None` once no process
+    /// of the job is left or `/proc` cannot be read.
+    pub fn cpu_load(&self, at: f64) -> Option<f64> {
+        let pgid = self.running.process().pid();
+        let cpu = process_group_cpu(pgid).ok().flatten()?;
+        let mut m = self.load.lock().unwrap_or_else(|p| p.into_inner());
+        Some(m.sample(at, cpu))
+    }
+
     /// Signals the job with `f` (suspend, resume), logging a failure.
     pub fn signal(&self, what: &str, f: impl FnOnce(&JobProcess) -> std::io::Result<bool>) {
         if let Err(e) = f(self.running.process()) {
@@ -140,6 +152,7 @@ impl Node {
                     running,
                     hard_kill_at: Mutex::new(None),
                     hard_killed: AtomicBool::new(false),
+                    load: Mutex::new(LoadMeter::default()),
                     events,
                 });
                 self.jobs

@@ -70,6 +70,8 @@ pub struct Node {
     /// Where the newest term seen is kept across restarts ([`crate::startd::term`]), and the
     /// value last written there.
     term_store: Option<(PathBuf, AtomicU64)>,
+    /// When the node started: the origin of its jobs' CPU load samples.
+    started: Instant,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -89,6 +91,7 @@ impl Node {
             changed: Notify::new(),
             dump_ads,
             term_store: None,
+            started: Instant::now(),
         }
     }
 
@@ -217,7 +220,17 @@ impl Node {
             0.0
         });
         let idle = machine::idle_times(&machine::read_idle(now, console_devices, bad_utmp, 0));
-        self.with_mgr(|m| m.tick(now, load, Some(idle)));
+        // Each running job's CPU load, for its slot's CondorLoadAvg.
+        let at = self.started.elapsed().as_secs_f64();
+        let jobs: Vec<Arc<JobEntry>> = lock(&self.jobs).values().cloned().collect();
+        let job_loads = jobs
+            .iter()
+            .filter_map(|j| j.cpu_load(at).map(|l| (j.claim_id.clone(), l)))
+            .collect();
+        self.with_mgr(|m| {
+            m.set_job_loads(job_loads);
+            m.tick(now, load, Some(idle))
+        });
         self.hard_kill_due(Instant::now());
         let counts = lock(&self.mgr).counts();
         metrics::set_slots(&counts);

@@ -115,6 +115,8 @@ pub struct SlotManager {
     states: BTreeMap<String, policy::Slot>,
     loads: BTreeMap<String, SlotLoad>,
     machine_load: f64,
+    /// The measured CPU load of each running job, by claim id (`set_job_loads`).
+    job_loads: BTreeMap<String, f64>,
     idle: Option<Idle>,
     pending: BTreeMap<String, PendingClaim>,
     next_pending: u64,
@@ -192,6 +194,7 @@ impl SlotManager {
             states,
             loads: BTreeMap::new(),
             machine_load: 0.0,
+            job_loads: BTreeMap::new(),
             idle: None,
             pending: BTreeMap::new(),
             next_pending: 1,
@@ -1037,8 +1040,15 @@ impl SlotManager {
         }
     }
 
+    /// The measured CPU load of each running job, by claim id, for the next [`Self::tick`]
+    /// (`crate::starter::cpu_load`); a busy slot whose job has none counts as a load of 1.0.
+    pub fn set_job_loads(&mut self, loads: BTreeMap<String, f64>) {
+        self.job_loads = loads;
+    }
+
     /// Shares the machine's load and idle times among the slots (`ResMgr::assign_load_and_idle`);
-    /// a busy slot's job counts as a load of 1.0 (HTCondor measures its processes' CPU use).
+    /// a busy slot's `CondorLoadAvg` is its job's measured CPU load ([`Self::set_job_loads`],
+    /// as HTCondor measures its job's process family), 1.0 when not measured.
     fn share_load(&mut self) {
         let mut names = Vec::new();
         let mut acts = Vec::new();
@@ -1063,7 +1073,10 @@ impl SlotManager {
                 state: st.state.as_str().into(),
                 rank: st.claim.as_ref().map_or(0.0, |c| c.rank),
                 partitionable: slot.is_partitionable(),
-                condor_load: if busy { 1.0 } else { 0.0 },
+                condor_load: match st.claim.as_ref().filter(|_| busy) {
+                    Some(c) => self.job_loads.get(&c.id).copied().unwrap_or(1.0),
+                    None => 0.0,
+                },
             });
         }
         let shared =

@@ -306,6 +306,28 @@ fn a_preempting_claim_on_a_dynamic_slot_takes_it_over_with_its_resources() {
 }
 
 #[test]
+fn a_busy_slots_condor_load_is_its_jobs_measured_cpu_load() {
+    let mut m = two_static("");
+    let c = claim(&mut m, &slot(1), "", T0);
+    activate(&mut m, &c, "", T0);
+    let condor = |m: &SlotManager, n| {
+        let ad = m.slot_ad(&slot(n)).unwrap();
+        (
+            ad.eval_attr("CondorLoadAvg").as_number(),
+            ad.eval_attr("LoadAvg").as_number(),
+        )
+    };
+    // Not measured (a simulated job): a busy slot counts as 1.0.
+    m.tick(T0 + 1, 1.0, None);
+    assert_eq!(condor(&m, 1).0, Some(1.0));
+    // A job using two cores on a machine at load 2.5: the owner's share is 0.5, not 1.5.
+    m.set_job_loads([(c.claim_id.clone(), 2.0)].into());
+    m.tick(T0 + 2, 2.5, None);
+    assert_eq!(condor(&m, 1), (Some(2.0), Some(2.0)));
+    assert_eq!(condor(&m, 2).0, Some(0.0));
+}
+
+#[test]
 fn a_partitionable_slot_carves_a_dynamic_slot_and_gets_it_back_on_release() {
     let mut m = manager(&[SlotSpec::plain(1, true, res(2.0))], "");
     let p = slot(1);

@@ -20,6 +20,7 @@
 
 pub mod account;
 pub mod arglist;
+pub mod cpu_load;
 pub mod environ;
 pub mod error;
 pub mod job;
