@@ -7,8 +7,8 @@
 //! does: named `dir` its files go to `dir/a`, `dir/sub/b` in the sandbox, named `dir/` they go
 //! to the top; its directories travel too, so empty ones survive; a symbolic link is followed
 //! only to a file inside the tree (one out of it, or to a directory, holds the job, naming the
-//! link). An output directory comes back the same way into `Iwd` (the remaps apply to top-level
-//! names only). URLs are not transferred (no transfer plugins): such a job is held. This
+//! link). An output directory comes back the same way into `Iwd` (a remap of its name moves
+//! its whole tree). URLs are not transferred (no transfer plugins): such a job is held. This
 //! is the file-transfer half of HTCondor's shadow (src/condor_shadow.V6.1/, and
 //! src/condor_utils/file_transfer.cpp for the names).
 //!
@@ -225,13 +225,23 @@ pub fn input_plan(ad: &ClassAd) -> Result<Vec<InputEntry>, FileError> {
     Ok(out)
 }
 
-/// A directory entry for the activation.
-fn dir_file(name: String) -> File {
-    File {
+/// A directory entry for the activation; its name counts against the input budget (it
+/// travels in the same message), so a tree of countless empty directories is refused too.
+fn dir_file(name: String, path: &Path, budget: &mut u64) -> Result<File, FileError> {
+    let cost = name.len() as u64;
+    if cost > *budget {
+        return Err(FileError::new(format!(
+            "{}: the job's input files exceed {} MiB",
+            path.display(),
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    *budget -= cost;
+    Ok(File {
         name,
         directory: true,
         ..Default::default()
-    }
+    })
 }
 
 /// Reads the tree under `dir` (whose canonical path is `root`) into `out`, named under
@@ -283,7 +293,7 @@ fn read_tree(
             }
             out.push(read_file(&path, name, false, acct, budget)?);
         } else if kind.is_dir() {
-            out.push(dir_file(name));
+            out.push(dir_file(name, &path, budget)?);
             read_tree(root, &path, &rel, prefix, acct, budget, out)?;
         } else if kind.is_file() {
             out.push(read_file(&path, name, false, acct, budget)?);
@@ -346,7 +356,7 @@ fn read_entry(
         .map_err(|err| FileError::io("cannot resolve", &e.path, &err))?;
     let prefix = (!e.contents_only).then_some(e.name.as_str());
     if let Some(p) = prefix {
-        out.push(dir_file(p.to_string()));
+        out.push(dir_file(p.to_string(), &e.path, budget)?);
     }
     read_tree(&root, &root, Path::new(""), prefix, acct, budget, out)
 }
@@ -464,16 +474,18 @@ pub fn remap(rules: &str, name: &str) -> Result<Option<String>, String> {
     Err(format!("TransferOutputRemaps loops on {name}"))
 }
 
-/// Where an output of an output directory's tree goes: `Iwd`/`dir/sub/f`, the path checked
-/// to stay relative and never climb. Top-level names go through [`output_path`]. Pure.
+/// Where an output of an output directory's tree goes: where [`output_path`] sends its top
+/// directory (`Iwd`/`dir`, or its remap), then the rest of the path, checked to stay
+/// relative and never climb. Pure.
 pub fn output_tree_path(ad: &ClassAd, name: &str) -> Result<Option<PathBuf>, FileError> {
     if !name.contains('/') {
         return output_path(ad, name);
     }
     transfer_path::sandbox_parts(name)
         .map_err(|e| FileError::new(format!("output file name {e}")))?;
-    let iwd = get_str(ad, "Iwd").ok_or_else(|| FileError::new("the job has no Iwd".into()))?;
-    Ok(Some(Path::new(&iwd).join(name)))
+    // The tree follows where its top directory goes (a remap of the directory moves it all).
+    let (top, rest) = name.split_once('/').unwrap_or((name, ""));
+    Ok(output_path(ad, top)?.map(|p| p.join(rest)))
 }
 
 /// Writes the job's output files into its `Iwd` as its owner (new files are the owner's;
@@ -695,6 +707,12 @@ mod tests {
         for bad in ["out/../../x", "/etc/x", "out//x"] {
             assert!(output_tree_path(&ad, bad).is_err(), "{bad}");
         }
+        // A remap of the directory's name moves its whole tree.
+        let ad = job(d.path(), "TransferOutputRemaps = \"out = moved\"");
+        assert_eq!(
+            output_tree_path(&ad, "out/sub/r").unwrap(),
+            Some(d.path().join("moved/sub/r"))
+        );
     }
 
     #[test]
