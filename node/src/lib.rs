@@ -24,3 +24,4 @@ pub mod sim;
 pub mod simulate;
 pub mod startd;
 pub mod starter;
+pub mod transfer_path;

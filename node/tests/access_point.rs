@@ -550,7 +550,12 @@ impl ex::execute_server::Execute for FakeNode {
             let out = |n: String, d: Vec<u8>| ex::File {
                 name: n,
                 data: d,
-                executable: false,
+                ..Default::default()
+            };
+            let dir = |n: &str| ex::File {
+                name: n.into(),
+                directory: true,
+                ..Default::default()
             };
             let exited = ex::Exited {
                 exit_code: Some(0),
@@ -562,6 +567,10 @@ impl ex::execute_server::Execute for FakeNode {
                 outputs: vec![
                     out(format!("job{proc}.out"), input.to_ascii_uppercase()),
                     out(format!("result{proc}"), b"42".to_vec()),
+                    // An output directory's tree, as a starter sends it back.
+                    dir(&format!("outdir{proc}")),
+                    dir(&format!("outdir{proc}/empty")),
+                    out(format!("outdir{proc}/sub/r"), b"deep".to_vec()),
                 ],
                 output_error: String::new(),
             };
@@ -946,10 +955,22 @@ async fn resource_requests_negotiate_as_whole_jobs_and_grants_name_the_autoclust
 async fn a_job_whose_inputs_cannot_be_read_is_held_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\n").unwrap();
-    let a = args(dir.path());
+    let (act, ad) = run_one(dir.path(), "").await; // in.txt does not exist
+    assert_eq!(ad.eval_attr("JobStatus").as_int(), Some(5));
+    assert_eq!(ad.eval_attr("HoldReasonCode").as_int(), Some(13));
+    let why = ad.eval_attr("HoldReason").as_str().unwrap().to_string();
+    assert!(why.contains("in.txt"), "{why}");
+    assert_eq!(act, None);
+}
+
+/// Runs one job of `extra` on the fake node; the job's activation (its input files), if it
+/// got one, and its ad afterwards.
+async fn run_one(dir: &Path, extra: &str) -> (Option<Activation>, classad::ClassAd) {
+    let state = tempfile::tempdir().unwrap();
+    let a = args(state.path());
     let running = start(&a).await.unwrap();
     let mut c = connect_as(a.socket.clone(), None).await;
-    submit(&mut c, dir.path(), 1, "").await; // in.txt does not exist
+    submit(&mut c, dir, 1, extra).await;
     let (node, addr) = fake_node().await;
     let mut leader = as_leader(&running).await;
     let g = pb::Grant {
@@ -974,14 +995,60 @@ async fn a_job_whose_inputs_cannot_be_read_is_held_with_the_reason() {
         !seen.lock().unwrap().releases.is_empty()
     })
     .await;
-    let q = query(&mut c, "", false).await;
-    assert_eq!(q[0].eval_attr("JobStatus").as_int(), Some(5));
-    assert_eq!(q[0].eval_attr("HoldReasonCode").as_int(), Some(13));
-    let why = q[0].eval_attr("HoldReason").as_str().unwrap().to_string();
-    assert!(why.contains("in.txt"), "{why}");
-    assert!(seen.lock().unwrap().activations.is_empty());
+    let activation = seen.lock().unwrap().activations.pop();
+    let ad = query(&mut c, "", false)
+        .await
+        .pop()
+        .or(query(&mut c, "", true).await.pop())
+        .unwrap();
     drop((c, leader));
     running.stop().await;
+    (activation, ad)
+}
+
+#[tokio::test]
+async fn a_directory_input_travels_as_its_tree_and_an_output_directory_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(dir.path().join("in.txt"), "hi\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("data/sub")).unwrap();
+    std::fs::create_dir(dir.path().join("data/empty")).unwrap();
+    std::fs::write(dir.path().join("data/sub/b"), "b").unwrap();
+    let (act, ad) = run_one(dir.path(), "TransferInput = \"data\"").await;
+    let act = act.unwrap();
+    let names: Vec<&str> = act.2.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "run.sh",
+            "in.txt",
+            "data",
+            "data/empty",
+            "data/sub",
+            "data/sub/b"
+        ]
+    );
+    assert_eq!(ad.eval_attr("JobStatus").as_int(), Some(4));
+    assert!(dir.path().join("outdir0/empty").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("outdir0/sub/r")).unwrap(),
+        "deep"
+    );
+    // A link out of the tree puts the job on hold, naming it; nothing is activated.
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("data/sub/pw")).unwrap();
+    let (act, ad) = run_one(dir.path(), "TransferInput = \"data\"").await;
+    assert_eq!(act, None);
+    assert_eq!(ad.eval_attr("JobStatus").as_int(), Some(5));
+    let why = ad.eval_attr("HoldReason").as_str().unwrap().to_string();
+    assert!(
+        why.contains("data/sub/pw") && why.contains("out of the"),
+        "{why}"
+    );
+    // A URL is not transferred: the job is held with that reason.
+    let (_, ad) = run_one(dir.path(), "TransferInput = \"https://example.org/x\"").await;
+    assert_eq!(ad.eval_attr("JobStatus").as_int(), Some(5));
+    let why = ad.eval_attr("HoldReason").as_str().unwrap().to_string();
+    assert!(why.contains("URL transfer is not supported"), "{why}");
 }
 
 async fn status_of(c: &mut sc::schedd_client::ScheddClient<Channel>, job: &str) -> Option<i64> {

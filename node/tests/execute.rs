@@ -204,15 +204,26 @@ impl Daemon {
         job_ad: &str,
         shadow: &str,
     ) -> xpb::ActivateReply {
+        let inputs = vec![xpb::File {
+            name: "in.txt".into(),
+            data: b"input data\n".to_vec(),
+            ..Default::default()
+        }];
+        self.activate_with(c, job_ad, shadow, inputs).await
+    }
+
+    async fn activate_with(
+        &self,
+        c: &npb::ClaimReply,
+        job_ad: &str,
+        shadow: &str,
+        inputs: Vec<xpb::File>,
+    ) -> xpb::ActivateReply {
         let req = xpb::ActivateRequest {
             slot: c.claimed_slot.clone(),
             claim_id: c.claim_id.clone(),
             job_ad: job_ad.into(),
-            inputs: vec![xpb::File {
-                name: "in.txt".into(),
-                data: b"input data\n".to_vec(),
-                executable: false,
-            }],
+            inputs,
             shadow_addr: shadow.into(),
             job: "1.0".into(),
         };
@@ -394,6 +405,74 @@ async fn a_job_runs_and_its_exit_code_and_output_files_come_back() {
     assert!(m.contains("aerie_node_jobs_started_total 1"), "{m}");
     assert!(m.contains("aerie_node_jobs_completed_total 1"), "{m}");
     assert!(m.contains("aerie_node_slots{"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_directory_tree_goes_into_the_sandbox_and_an_output_directory_comes_back() {
+    let d = Daemon::start(STATIC, &[]);
+    let shadow = Events::start().await;
+    d.wait_state("slot1@node1.test", "Unclaimed", "Idle").await;
+    let file = |n: &str, data: &[u8], directory: bool| xpb::File {
+        name: n.into(),
+        data: data.to_vec(),
+        executable: false,
+        directory,
+    };
+    // A path that climbs out of the sandbox is refused before the job starts.
+    let job_ad = job("true", "");
+    let c = d.claim("slot1@node1.test", &job_ad).await;
+    let a = d
+        .activate_with(&c, &job_ad, &shadow.addr, vec![file("../x", b"x", false)])
+        .await;
+    // Answered with the hold reason, and reported as StartFailed.
+    assert!(!a.ok);
+    let Ev::StartFailed(f) = shadow.next().await else {
+        panic!("expected StartFailed")
+    };
+    for why in [&a.hold_reason, &f.hold_reason] {
+        assert!(
+            why.contains("../x") && why.contains("not a plain relative path"),
+            "{why}"
+        );
+    }
+    d.release(&c).await;
+    d.wait_state("slot1@node1.test", "Unclaimed", "Idle").await;
+    let job_ad = job(
+        "test -d data/empty && cat data/sub/b > data/sub/c && mkdir data/new",
+        "TransferOutput = \"data\"",
+    );
+    let c = d.claim("slot1@node1.test", &job_ad).await;
+    let inputs = vec![
+        file("data", b"", true),
+        file("data/empty", b"", true),
+        file("data/sub/b", b"bee", false),
+    ];
+    let a = d.activate_with(&c, &job_ad, &shadow.addr, inputs).await;
+    assert!(a.ok, "activation failed: {a:?}");
+    assert_eq!(shadow.next().await, Ev::Started(true));
+    let Ev::Exited(x) = shadow.next().await else {
+        panic!("expected Exited")
+    };
+    assert_eq!(x.exit_code, Some(0), "{x:?}");
+    assert_eq!(x.output_error, "");
+    let names: Vec<(&str, bool)> = x
+        .outputs
+        .iter()
+        .map(|f| (f.name.as_str(), f.directory))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("data", true),
+            ("data/empty", true),
+            ("data/new", true),
+            ("data/sub", true),
+            ("data/sub/b", false),
+            ("data/sub/c", false)
+        ]
+    );
+    assert_eq!(x.outputs[5].data, b"bee");
+    d.release(&c).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -106,7 +106,7 @@ impl ex::execute_server::Execute for Node {
                 outputs: vec![ex::File {
                     name: "job.out".into(),
                     data: input.unwrap_or_default().to_ascii_uppercase(),
-                    executable: false,
+                    ..Default::default()
                 }],
                 ..Default::default()
             };

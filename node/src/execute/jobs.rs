@@ -209,6 +209,8 @@ impl Node {
         for f in &req.inputs {
             if f.executable {
                 prepared.put_executable(&f.data)?;
+            } else if f.directory {
+                prepared.put_directory(&f.name)?;
             } else {
                 prepared.put_input(&f.name, &f.data)?;
             }
@@ -240,6 +242,7 @@ impl Node {
                                 name: f.name,
                                 data: f.bytes,
                                 executable: false,
+                                directory: f.directory,
                             })
                             .collect(),
                         String::new(),

@@ -1,7 +1,14 @@
 //! The job's files at the access point, read and written as the job's owner: the input files
 //! sent with the activation (the executable when transferred, `In`, `TransferInput`) and the
 //! output files written back into `Iwd` on exit (stdout and stderr to `Out` and `Err`, the
-//! others renamed by `TransferOutputRemaps`, see [`remap`]). This
+//! others renamed by `TransferOutputRemaps`, see [`remap`]).
+//!
+//! A directory in `TransferInput` is sent as its tree, as HTCondor's `ExpandFileTransferList`
+//! does: named `dir` its files go to `dir/a`, `dir/sub/b` in the sandbox, named `dir/` they go
+//! to the top; its directories travel too, so empty ones survive; a symbolic link is followed
+//! only to a file inside the tree (one out of it, or to a directory, holds the job, naming the
+//! link). An output directory comes back the same way into `Iwd` (a remap of its name moves
+//! its whole tree). URLs are not transferred (no transfer plugins): such a job is held. This
 //! is the file-transfer half of HTCondor's shadow (src/condor_shadow.V6.1/, and
 //! src/condor_utils/file_transfer.cpp for the names).
 //!
@@ -13,6 +20,7 @@
 //! everyone, or group-readable with the owner's primary group. An access point not running as
 //! root runs only its own user's jobs (see `SubmitPolicy::only_user`).
 use super::job::get_str;
+use crate::transfer_path;
 use aerie_proto::execute::File;
 use classad::ClassAd;
 use std::io::{Read, Write};
@@ -121,6 +129,20 @@ fn base_name(p: &str) -> Result<String, FileError> {
     }
 }
 
+/// Whether `acct` may read a file of metadata `m`: its own, readable by everyone, or
+/// group-readable with its primary group (the file thread keeps root's groups).
+fn owner_may_read(m: &std::fs::Metadata, acct: &Account) -> bool {
+    let mode = m.mode();
+    m.uid() == acct.uid || mode & 0o004 != 0 || (mode & 0o040 != 0 && m.gid() == acct.gid)
+}
+
+fn unreadable(path: &Path, acct: &Account) -> FileError {
+    FileError {
+        message: format!("{} is not readable by {}", path.display(), acct.name),
+        errno: libc::EACCES,
+    }
+}
+
 /// Reads one input file as the owner may: a regular file that is the owner's, readable by
 /// everyone, or group-readable with the owner's primary group.
 fn read_input(path: &Path, acct: &Account, budget: &mut u64) -> Result<Vec<u8>, FileError> {
@@ -130,18 +152,12 @@ fn read_input(path: &Path, acct: &Account, budget: &mut u64) -> Result<Vec<u8>, 
         .map_err(|e| FileError::io("cannot stat", path, &e))?;
     if !m.is_file() {
         return Err(FileError::new(format!(
-            "{} is not a regular file (directories are not transferred)",
+            "{} is not a regular file",
             path.display()
         )));
     }
-    let mode = m.mode();
-    let readable =
-        m.uid() == acct.uid || mode & 0o004 != 0 || (mode & 0o040 != 0 && m.gid() == acct.gid);
-    if !readable {
-        return Err(FileError {
-            message: format!("{} is not readable by {}", path.display(), acct.name),
-            errno: libc::EACCES,
-        });
+    if !owner_may_read(&m, acct) {
+        return Err(unreadable(path, acct));
     }
     if m.len() > *budget {
         return Err(FileError::new(format!(
@@ -157,25 +173,40 @@ fn read_input(path: &Path, acct: &Account, budget: &mut u64) -> Result<Vec<u8>, 
     Ok(data)
 }
 
-/// The paths of the job's input files and the names they get in the sandbox: the executable
-/// (`Cmd`, unless `TransferExecutable` is false), `In` (unless /dev/null) and each of
-/// `TransferInput`. Pure.
-pub fn input_plan(ad: &ClassAd) -> Result<Vec<(PathBuf, String, bool)>, FileError> {
+/// One entry of the job's input list: where it is at the access point, the name it gets in
+/// the sandbox, whether it is the executable, and whether only its contents go (a directory
+/// named with a trailing `/`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputEntry {
+    /// Its path at the access point (relative entries are taken in `Iwd`).
+    pub path: PathBuf,
+    /// Its name at the top of the sandbox.
+    pub name: String,
+    /// The job's executable.
+    pub executable: bool,
+    /// A directory of which only the contents are transferred.
+    pub contents_only: bool,
+}
+
+/// The job's input entries: the executable (`Cmd`, unless `TransferExecutable` is false),
+/// `In` (unless /dev/null) and each of `TransferInput`, files or directories. A URL is
+/// refused (no transfer plugins here). Pure.
+pub fn input_plan(ad: &ClassAd) -> Result<Vec<InputEntry>, FileError> {
     let iwd = get_str(ad, "Iwd").ok_or_else(|| FileError::new("the job has no Iwd".into()))?;
-    let mut out: Vec<(PathBuf, String, bool)> = Vec::new();
-    let mut add = |p: &str, exec: bool| -> Result<(), FileError> {
+    let mut out: Vec<InputEntry> = Vec::new();
+    let mut add = |p: &str, executable: bool| -> Result<(), FileError> {
         if p.contains("://") {
             return Err(FileError::new(format!(
-                "{p:?}: URL transfers are not supported"
+                "{p:?}: URL transfer is not supported"
             )));
         }
-        let name = base_name(p)?;
-        if out.iter().any(|(_, n, _)| *n == name) {
-            return Err(FileError::new(format!(
-                "two input files are named {name:?} in the sandbox"
-            )));
-        }
-        out.push((in_iwd(&iwd, p), name, exec));
+        let (name, contents_only) = transfer_path::entry_name(p).map_err(FileError::new)?;
+        out.push(InputEntry {
+            path: in_iwd(&iwd, p),
+            name,
+            executable,
+            contents_only,
+        });
         Ok(())
     };
     if ad.eval_attr("TransferExecutable").as_bool() != Some(false) {
@@ -194,21 +225,164 @@ pub fn input_plan(ad: &ClassAd) -> Result<Vec<(PathBuf, String, bool)>, FileErro
     Ok(out)
 }
 
-/// Reads the job's input files as its owner.
+/// A directory entry for the activation; its name counts against the input budget (it
+/// travels in the same message), so a tree of countless empty directories is refused too.
+fn dir_file(name: String, path: &Path, budget: &mut u64) -> Result<File, FileError> {
+    let cost = name.len() as u64;
+    if cost > *budget {
+        return Err(FileError::new(format!(
+            "{}: the job's input files exceed {} MiB",
+            path.display(),
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    *budget -= cost;
+    Ok(File {
+        name,
+        directory: true,
+        ..Default::default()
+    })
+}
+
+/// Reads the tree under `dir` (whose canonical path is `root`) into `out`, named under
+/// `prefix` (`None`: at the top of the sandbox), as HTCondor transfers a directory: every
+/// file and every directory, empty ones too; a symbolic link is followed only to a file
+/// inside the tree.
+fn read_tree(
+    root: &Path,
+    dir: &Path,
+    rel: &Path,
+    prefix: Option<&str>,
+    acct: &Account,
+    budget: &mut u64,
+    out: &mut Vec<File>,
+) -> Result<(), FileError> {
+    let m = std::fs::metadata(dir).map_err(|e| FileError::io("cannot stat", dir, &e))?;
+    if !owner_may_read(&m, acct) {
+        return Err(unreadable(dir, acct));
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| FileError::io("cannot list", dir, &e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| FileError::io("cannot list", dir, &e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let rel = rel.join(entry.file_name());
+        let name = transfer_path::tree_name(prefix, &rel);
+        let kind = entry
+            .file_type()
+            .map_err(|e| FileError::io("cannot stat", &path, &e))?;
+        if kind.is_symlink() {
+            let target = std::fs::canonicalize(&path)
+                .map_err(|e| FileError::io("cannot follow the link", &path, &e))?;
+            if !transfer_path::inside(root, &target) {
+                return Err(FileError::new(format!(
+                    "{} is a symbolic link out of the transferred directory {} (to {}): \
+                     links are not followed out of the tree",
+                    path.display(),
+                    root.display(),
+                    target.display()
+                )));
+            }
+            if target.is_dir() {
+                return Err(FileError::new(format!(
+                    "{} is a symbolic link to a directory, which is not transferred",
+                    path.display()
+                )));
+            }
+            out.push(read_file(&path, name, false, acct, budget)?);
+        } else if kind.is_dir() {
+            out.push(dir_file(name, &path, budget)?);
+            read_tree(root, &path, &rel, prefix, acct, budget, out)?;
+        } else if kind.is_file() {
+            out.push(read_file(&path, name, false, acct, budget)?);
+        } else {
+            return Err(FileError::new(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn read_file(
+    path: &Path,
+    name: String,
+    executable: bool,
+    acct: &Account,
+    budget: &mut u64,
+) -> Result<File, FileError> {
+    Ok(File {
+        name,
+        data: read_input(path, acct, budget)?,
+        executable,
+        directory: false,
+    })
+}
+
+/// Reads one entry of the plan: a file, or a directory and its whole tree.
+fn read_entry(
+    e: &InputEntry,
+    acct: &Account,
+    budget: &mut u64,
+    out: &mut Vec<File>,
+) -> Result<(), FileError> {
+    let is_dir = std::fs::metadata(&e.path).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        if e.contents_only {
+            return Err(FileError::new(format!(
+                "{} is named with a trailing / but is not a directory",
+                e.path.display()
+            )));
+        }
+        out.push(read_file(
+            &e.path,
+            e.name.clone(),
+            e.executable,
+            acct,
+            budget,
+        )?);
+        return Ok(());
+    }
+    if e.executable {
+        return Err(FileError::new(format!(
+            "the executable {} is a directory",
+            e.path.display()
+        )));
+    }
+    let root = std::fs::canonicalize(&e.path)
+        .map_err(|err| FileError::io("cannot resolve", &e.path, &err))?;
+    let prefix = (!e.contents_only).then_some(e.name.as_str());
+    if let Some(p) = prefix {
+        out.push(dir_file(p.to_string(), &e.path, budget)?);
+    }
+    read_tree(&root, &root, Path::new(""), prefix, acct, budget, out)
+}
+
+/// Reads the job's input files as its owner, directories expanded into their trees, within
+/// [`MAX_INPUT_BYTES`] in all; two inputs of the same sandbox name are refused.
 pub fn read_inputs(ad: &ClassAd, acct: &Account) -> Result<Vec<File>, FileError> {
     let plan = input_plan(ad)?;
-    as_owner(acct, || {
+    let files = as_owner(acct, || {
         let mut budget = MAX_INPUT_BYTES;
-        plan.iter()
-            .map(|(path, name, exec)| {
-                Ok(File {
-                    name: name.clone(),
-                    data: read_input(path, acct, &mut budget)?,
-                    executable: *exec,
-                })
-            })
-            .collect()
-    })
+        let mut out = Vec::new();
+        for e in &plan {
+            read_entry(e, acct, &mut budget, &mut out)?;
+        }
+        Ok(out)
+    })?;
+    let mut seen = std::collections::HashSet::new();
+    for f in &files {
+        if !seen.insert(f.name.as_str()) {
+            return Err(FileError::new(format!(
+                "two input files are named {:?} in the sandbox",
+                f.name
+            )));
+        }
+    }
+    Ok(files)
 }
 
 /// Where output file `name` goes: `Out` or `Err` (relative to `Iwd`) when it carries their
@@ -300,17 +474,43 @@ pub fn remap(rules: &str, name: &str) -> Result<Option<String>, String> {
     Err(format!("TransferOutputRemaps loops on {name}"))
 }
 
+/// Where an output of an output directory's tree goes: where [`output_path`] sends its top
+/// directory (`Iwd`/`dir`, or its remap), then the rest of the path, checked to stay
+/// relative and never climb. Pure.
+pub fn output_tree_path(ad: &ClassAd, name: &str) -> Result<Option<PathBuf>, FileError> {
+    if !name.contains('/') {
+        return output_path(ad, name);
+    }
+    transfer_path::sandbox_parts(name)
+        .map_err(|e| FileError::new(format!("output file name {e}")))?;
+    // The tree follows where its top directory goes (a remap of the directory moves it all).
+    let (top, rest) = name.split_once('/').unwrap_or((name, ""));
+    Ok(output_path(ad, top)?.map(|p| p.join(rest)))
+}
+
 /// Writes the job's output files into its `Iwd` as its owner (new files are the owner's;
-/// symbolic links are not followed).
+/// symbolic links are not followed): the files, and the directories of an output
+/// directory's tree, made as needed.
 pub fn write_outputs(ad: &ClassAd, acct: &Account, files: &[File]) -> Result<(), FileError> {
     let mut plan = Vec::with_capacity(files.len());
     for f in files {
-        if let Some(p) = output_path(ad, &f.name)? {
-            plan.push((p, &f.data));
+        if let Some(p) = output_tree_path(ad, &f.name)? {
+            plan.push((p, f));
         }
     }
     as_owner(acct, || {
-        for (path, data) in &plan {
+        for (path, f) in &plan {
+            if f.directory {
+                std::fs::create_dir_all(path)
+                    .map_err(|e| FileError::io("cannot make the directory", path, &e))?;
+                continue;
+            }
+            if f.name.contains('/') {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| FileError::io("cannot make the directory", parent, &e))?;
+                }
+            }
             let mut out = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -319,7 +519,7 @@ pub fn write_outputs(ad: &ClassAd, acct: &Account, files: &[File]) -> Result<(),
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(|e| FileError::io("cannot write", path, &e))?;
-            out.write_all(data)
+            out.write_all(&f.data)
                 .map_err(|e| FileError::io("cannot write", path, &e))?;
         }
         Ok(())
@@ -357,9 +557,9 @@ mod tests {
         std::fs::write(d.path().join("sub/a"), "a").unwrap();
         let ad = job(d.path(), "In = \"in.txt\"\nTransferInput = \"sub/a, in2\"");
         let plan = input_plan(&ad).unwrap();
-        let names: Vec<&str> = plan.iter().map(|(_, n, _)| n.as_str()).collect();
+        let names: Vec<&str> = plan.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["run.sh", "in.txt", "a", "in2"]);
-        assert!(plan[0].2 && !plan[1].2);
+        assert!(plan[0].executable && !plan[1].executable);
         // in2 is missing: the error names it.
         let e = read_inputs(&ad, &me()).unwrap_err();
         assert!(
@@ -369,17 +569,150 @@ mod tests {
         let ad = job(d.path(), "In = \"in.txt\"\nTransferInput = \"sub/a\"");
         let files = read_inputs(&ad, &me()).unwrap();
         assert_eq!(files[2].data, b"a");
+        std::fs::write(d.path().join("a"), "top").unwrap();
         let ad = job(
             d.path(),
-            "TransferExecutable = false\nTransferInput = \"sub\"",
+            "TransferExecutable = false\nTransferInput = \"a, sub/a\"",
         );
         let e = read_inputs(&ad, &me()).unwrap_err();
-        assert!(e.message.contains("not a regular file"), "{e:?}");
-        let ad = job(d.path(), "TransferInput = \"x/a, y/a\"");
-        assert!(input_plan(&ad)
-            .unwrap_err()
-            .message
-            .contains("two input files"));
+        assert!(e.message.contains("two input files"), "{e:?}");
+        let ad = job(d.path(), "TransferInput = \"http://h/x\"");
+        let e = input_plan(&ad).unwrap_err();
+        assert!(e.message.contains("URL transfer is not supported"), "{e:?}");
+    }
+
+    fn names(files: &[File]) -> Vec<(&str, bool)> {
+        files
+            .iter()
+            .map(|f| (f.name.as_str(), f.directory))
+            .collect()
+    }
+
+    #[test]
+    fn a_directory_goes_with_its_name_and_tree_or_only_its_contents() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("data/sub")).unwrap();
+        std::fs::create_dir(d.path().join("data/empty")).unwrap();
+        std::fs::write(d.path().join("data/a"), "a").unwrap();
+        std::fs::write(d.path().join("data/sub/b"), "b").unwrap();
+        std::os::unix::fs::symlink("b", d.path().join("data/sub/link")).unwrap();
+        let ad = job(
+            d.path(),
+            "TransferExecutable = false\nTransferInput = \"data\"",
+        );
+        let files = read_inputs(&ad, &me()).unwrap();
+        assert_eq!(
+            names(&files),
+            [
+                ("data", true),
+                ("data/a", false),
+                ("data/empty", true),
+                ("data/sub", true),
+                ("data/sub/b", false),
+                ("data/sub/link", false),
+            ]
+        );
+        assert_eq!(files[4].data, b"b");
+        // A link inside the tree is sent as the file it names.
+        assert_eq!(files[5].data, b"b");
+        let ad = job(
+            d.path(),
+            "TransferExecutable = false\nTransferInput = \"data/\"",
+        );
+        let files = read_inputs(&ad, &me()).unwrap();
+        assert_eq!(
+            names(&files),
+            [
+                ("a", false),
+                ("empty", true),
+                ("sub", true),
+                ("sub/b", false),
+                ("sub/link", false),
+            ]
+        );
+        // A trailing slash on a file is refused.
+        let ad = job(
+            d.path(),
+            "TransferExecutable = false\nTransferInput = \"data/a/\"",
+        );
+        let e = read_inputs(&ad, &me()).unwrap_err();
+        assert!(e.message.contains("not a directory"), "{e:?}");
+    }
+
+    #[test]
+    fn a_link_out_of_the_tree_is_refused_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("data")).unwrap();
+        std::fs::write(d.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink("../secret", d.path().join("data/out")).unwrap();
+        let ad = job(
+            d.path(),
+            "TransferExecutable = false\nTransferInput = \"data\"",
+        );
+        let e = read_inputs(&ad, &me()).unwrap_err();
+        assert!(
+            e.message.contains("data/out") && e.message.contains("out of the transferred"),
+            "{e:?}"
+        );
+        std::fs::remove_file(d.path().join("data/out")).unwrap();
+        std::os::unix::fs::symlink(d.path(), d.path().join("data/loop")).unwrap();
+        let e = read_inputs(&ad, &me()).unwrap_err();
+        assert!(e.message.contains("data/loop"), "{e:?}");
+    }
+
+    #[test]
+    fn a_directory_tree_counts_against_the_input_limit() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("data")).unwrap();
+        let big = std::fs::File::create(d.path().join("data/big")).unwrap();
+        big.set_len(MAX_INPUT_BYTES / 2 + 1).unwrap();
+        std::fs::copy(d.path().join("data/big"), d.path().join("data/big2")).unwrap();
+        let ad = job(
+            d.path(),
+            "TransferExecutable = false\nTransferInput = \"data\"",
+        );
+        let e = read_inputs(&ad, &me()).unwrap_err();
+        assert!(
+            e.message.contains("data/big2") && e.message.contains("exceed"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn an_output_directory_comes_back_into_iwd() {
+        let d = tempfile::tempdir().unwrap();
+        let ad = job(d.path(), "");
+        let f = |n: &str, dir: bool| File {
+            name: n.into(),
+            data: if dir { vec![] } else { n.as_bytes().to_vec() },
+            executable: false,
+            directory: dir,
+        };
+        write_outputs(
+            &ad,
+            &me(),
+            &[
+                f("out", true),
+                f("out/empty", true),
+                f("out/sub/r", false),
+                f("top", false),
+            ],
+        )
+        .unwrap();
+        assert!(d.path().join("out/empty").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("out/sub/r")).unwrap(),
+            "out/sub/r"
+        );
+        for bad in ["out/../../x", "/etc/x", "out//x"] {
+            assert!(output_tree_path(&ad, bad).is_err(), "{bad}");
+        }
+        // A remap of the directory's name moves its whole tree.
+        let ad = job(d.path(), "TransferOutputRemaps = \"out = moved\"");
+        assert_eq!(
+            output_tree_path(&ad, "out/sub/r").unwrap(),
+            Some(d.path().join("moved/sub/r"))
+        );
     }
 
     #[test]
@@ -390,7 +723,7 @@ mod tests {
         let f = |n: &str, t: &str| File {
             name: n.into(),
             data: t.as_bytes().to_vec(),
-            executable: false,
+            ..Default::default()
         };
         write_outputs(
             &ad,
@@ -436,7 +769,7 @@ mod tests {
             &[File {
                 name: "a.dat".into(),
                 data: b"1".to_vec(),
-                executable: false,
+                ..Default::default()
             }],
         )
         .unwrap();

@@ -179,9 +179,15 @@ impl PreparedJob {
         &self.run_as
     }
 
-    /// Writes an input file the access point sent.
+    /// Writes an input file the access point sent (a path in the sandbox: see
+    /// [`Sandbox::put_input`]).
     pub fn put_input(&mut self, name: &str, bytes: &[u8]) -> Result<(), StartError> {
         self.sandbox.put_input(name, bytes, false)
+    }
+
+    /// Makes a directory of a transferred directory tree in the sandbox.
+    pub fn put_directory(&mut self, name: &str) -> Result<(), StartError> {
+        self.sandbox.put_directory(name)
     }
 
     /// Writes the executable the access point sent (as `condor_exec.exe`, mode 0755).

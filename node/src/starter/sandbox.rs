@@ -3,29 +3,42 @@
 //! `EXECUTE/dir_<pid>` scratch directory; `condor_utils/file_transfer.cpp`, the output catalog).
 //!
 //! The directory is made mode 0700 and, when the node is root, given to the job's account; the
-//! input files the access point sends are written into it before the job starts, and their
-//! modification times and sizes noted (HTCondor's file catalog). After the job exits, the
-//! outputs are the files `TransferOutput` names (a missing one is an error naming it) or, when
-//! it is undefined, every regular file at the top of the sandbox that is new or whose time or
-//! size changed; subdirectories are not scanned, as in HTCondor. Files are opened without
-//! following links, and only regular files are sent: the node runs as root and must not read
-//! through a link the job planted. The directory is removed afterwards.
+//! input files the access point sends are written into it before the job starts (at their
+//! relative paths: the files and directories of a transferred directory tree, `dir/sub/b`),
+//! and their modification times and sizes noted (HTCondor's file catalog). After the job
+//! exits, the outputs are what `TransferOutput` names (a missing one is an error naming it; a
+//! directory comes back with its whole tree, or only its contents when named with a trailing
+//! `/`) or, when it is undefined, every regular file at the top of the sandbox that is new or
+//! whose time or size changed; subdirectories are not scanned then, as in HTCondor.
+//!
+//! The node runs as root and must not write or read through a link the job (or anyone) planted:
+//! every path is walked one directory at a time from the sandbox (`openat` with `O_NOFOLLOW`),
+//! a path that is absolute or climbs (`..`) is refused, a link on the way is an error naming
+//! it, and only regular files and directories are sent. The directory is removed afterwards.
 
 use super::account::Account;
 use super::error::{is_full, OutputError, StartError};
+use crate::transfer_path;
+use nix::errno::Errno;
+use nix::fcntl::{openat, AtFlags, OFlag};
+use nix::sys::stat::{fstatat, mkdirat, Mode};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{chown, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{chown, fchown, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// An output file sent back to the access point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputFile {
-    /// The file's name in the sandbox (as `TransferOutput` lists it).
+    /// The file's path in the sandbox (as `TransferOutput` lists it, or `dir/sub/f` for a
+    /// file of an output directory).
     pub name: String,
     /// Its contents.
     pub bytes: Vec<u8>,
+    /// A directory of an output directory's tree (no contents), so that empty ones come back.
+    pub directory: bool,
 }
 
 /// What the catalog remembers of a file: modification time (ns) and size.
@@ -116,9 +129,54 @@ impl Sandbox {
         }
     }
 
-    /// Writes an input file the access point sent; `executable` makes it mode 0755 (the
-    /// job's executable), else 0644. A name with a `/`, or a write that fails, is an error
-    /// naming the file.
+    /// Opens the directory `parts` (a path in the sandbox, split) without following a link at
+    /// any step, making the missing ones (mode 0755, the job's) when `make`. A link or a
+    /// non-directory on the way is an error (ELOOP or ENOTDIR) naming the path.
+    fn open_dir(&self, parts: &[&str], make: bool) -> io::Result<OwnedFd> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mut dir: OwnedFd = OpenOptions::new()
+            .read(true)
+            .custom_flags(flags.bits())
+            .open(&self.dir)?
+            .into();
+        for (i, part) in parts.iter().enumerate() {
+            let made = make
+                && match mkdirat(&dir, *part, Mode::from_bits_truncate(0o755)) {
+                    Ok(()) => true,
+                    Err(Errno::EEXIST) => false,
+                    Err(e) => return Err(e.into()),
+                };
+            dir = openat(&dir, *part, flags, Mode::empty()).map_err(|e| {
+                let at = parts[..=i].join("/");
+                let link = fstatat(&dir, *part, AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK);
+                let what = match e {
+                    Errno::ELOOP | Errno::ENOTDIR if link => {
+                        format!("{at} is a symbolic link in the sandbox")
+                    }
+                    Errno::ENOTDIR => format!("{at} is not a directory in the sandbox"),
+                    e => format!("{at}: {e}"),
+                };
+                io::Error::new(io::Error::from(e).kind(), what)
+            })?;
+            if made {
+                self.give_fd(&dir)?;
+            }
+        }
+        Ok(dir)
+    }
+
+    fn give_fd(&self, fd: &impl AsFd) -> io::Result<()> {
+        match self.owner {
+            Some((uid, gid)) => fchown(fd, Some(uid), Some(gid)),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes an input file the access point sent, at its path in the sandbox (`a`, or
+    /// `dir/sub/b` for a file of a transferred directory, its directories made as needed);
+    /// `executable` makes it mode 0755 (the job's executable), else 0644. An absolute path, a
+    /// `..`, a link on the way, or a write that fails is an error naming the file.
     pub fn put_input(
         &mut self,
         name: &str,
@@ -131,28 +189,42 @@ impl Sandbox {
                 source,
             })
         };
-        if !is_plain_name(name) {
-            return Err(fail(invalid(format!(
-                "input file name {name:?} is not a plain file name"
-            ))));
-        }
-        let path = self.dir.join(name);
+        let parts = transfer_path::sandbox_parts(name).map_err(|e| fail(invalid(e)))?;
+        let (last, dirs) = parts.split_last().expect("sandbox_parts is never empty");
+        let parent = self.open_dir(dirs, true).map_err(fail)?;
         let mode = if executable { 0o755 } else { 0o644 };
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(fail)?;
+        let fd = openat(
+            &parent,
+            *last,
+            OFlag::O_WRONLY
+                | OFlag::O_CREAT
+                | OFlag::O_TRUNC
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(mode),
+        )
+        .map_err(|e| fail(e.into()))?;
+        let mut file = File::from(fd);
         file.write_all(bytes)
             .and_then(|_| file.sync_all())
             .map_err(fail)?;
         file.set_permissions(fs::Permissions::from_mode(mode))
             .map_err(fail)?;
-        self.give(&path).map_err(fail)?;
+        self.give_fd(&file).map_err(fail)?;
         Ok(())
+    }
+
+    /// Makes a directory of a transferred directory tree (an empty one survives this way),
+    /// with the same checks as [`Sandbox::put_input`].
+    pub fn put_directory(&mut self, name: &str) -> Result<(), StartError> {
+        let fail = |source| {
+            full_or(&self.dir, source, |source| StartError::UnreadableInput {
+                name: name.to_string(),
+                source,
+            })
+        };
+        let parts = transfer_path::sandbox_parts(name).map_err(|e| fail(invalid(e)))?;
+        self.open_dir(&parts, true).map(drop).map_err(fail)
     }
 
     /// Notes every file now at the top of the sandbox, so that [`Sandbox::collect_outputs`]
@@ -169,38 +241,73 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Reads a regular file of the sandbox without following links or blocking on a FIFO.
-    fn read_output(&self, name: &str) -> Result<Vec<u8>, OutputError> {
+    /// Reads output `name` of the sandbox without following links or blocking on a FIFO: a
+    /// regular file, or a directory and its whole tree (directories first, then what they
+    /// hold, in name order), as HTCondor brings an output directory back.
+    fn read_output(&self, name: &str, out: &mut Vec<OutputFile>) -> Result<(), OutputError> {
         let unreadable = |source: io::Error| OutputError::Unreadable {
             name: name.to_string(),
             source,
         };
-        if !is_plain_name(name) {
-            return Err(unreadable(invalid(format!(
-                "output {name:?} is not a file at the top of the sandbox"
-            ))));
-        }
-        let mut file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.dir.join(name))
-        {
-            Ok(f) => f,
+        let parts = transfer_path::sandbox_parts(name).map_err(|e| unreadable(invalid(e)))?;
+        let (last, dirs) = parts.split_last().expect("sandbox_parts is never empty");
+        let opened = self.open_dir(dirs, false).and_then(|parent| {
+            openat(
+                &parent,
+                *last,
+                OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(io::Error::from)
+        });
+        let mut file = match opened {
+            Ok(fd) => File::from(fd),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(OutputError::Missing {
                     name: name.to_string(),
                 })
             }
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(unreadable(invalid(format!(
+                    "{name} is a symbolic link, which is not sent back"
+                ))))
+            }
             Err(e) => return Err(unreadable(e)),
         };
         let meta = file.metadata().map_err(unreadable)?;
+        if meta.is_dir() {
+            out.push(OutputFile {
+                name: name.to_string(),
+                bytes: Vec::new(),
+                directory: true,
+            });
+            let mut children: Vec<String> = fs::read_dir(self.dir.join(name))
+                .and_then(|entries| {
+                    entries
+                        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                        .collect()
+                })
+                .map_err(unreadable)?;
+            children.sort();
+            for child in children {
+                self.read_output(&format!("{name}/{child}"), out)?;
+            }
+            return Ok(());
+        }
         if !meta.is_file() {
             return Err(unreadable(invalid(format!("{name} is not a regular file"))));
         }
-        read_all(&mut file).map_err(unreadable)
+        let bytes = read_all(&mut file).map_err(unreadable)?;
+        out.push(OutputFile {
+            name: name.to_string(),
+            bytes,
+            directory: false,
+        });
+        Ok(())
     }
 
-    /// The output files, after the job exits: those `transfer_output` names, or every file the
+    /// The output files, after the job exits: those `transfer_output` names (a directory with
+    /// its whole tree; with a trailing `/`, its contents only, at the top), or every file the
     /// job made or changed when it is `None`.
     pub fn collect_outputs(
         &self,
@@ -215,13 +322,21 @@ impl Sandbox {
                     source,
                 })?,
         };
-        names
-            .into_iter()
-            .map(|name| {
-                let bytes = self.read_output(&name)?;
-                Ok(OutputFile { name, bytes })
-            })
-            .collect()
+        let mut out = Vec::new();
+        for name in names {
+            let Some(dir) = name.strip_suffix('/').filter(|d| !d.is_empty()) else {
+                self.read_output(&name, &mut out)?;
+                continue;
+            };
+            let mut tree = Vec::new();
+            self.read_output(dir, &mut tree)?;
+            let prefix = format!("{dir}/");
+            out.extend(tree.into_iter().filter_map(|mut f| {
+                f.name = f.name.strip_prefix(&prefix)?.to_string();
+                Some(f)
+            }));
+        }
+        Ok(out)
     }
 
     /// The regular files at the top of the sandbox that are new or changed since the catalog.
@@ -304,7 +419,7 @@ mod tests {
     fn bad_input_names_and_missing_execute_dir() {
         let root = tempfile::tempdir().unwrap();
         let mut sb = sandbox(root.path());
-        for name in ["", "..", "a/b", "/etc/passwd"] {
+        for name in ["", "..", "a/../../b", "/etc/passwd", "a//b"] {
             let err = sb.put_input(name, b"x", false).unwrap_err();
             assert!(
                 matches!(err, StartError::UnreadableInput { .. }),
@@ -340,7 +455,8 @@ mod tests {
             named,
             [OutputFile {
                 name: "same.txt".into(),
-                bytes: b"input".to_vec()
+                bytes: b"input".to_vec(),
+                directory: false,
             }]
         );
 
@@ -349,10 +465,72 @@ mod tests {
             .unwrap_err();
         assert!(matches!(&err, OutputError::Missing { name } if name == "absent.dat"));
         assert!(err.to_string().contains("absent.dat"));
-        // A link or a directory is not sent.
-        for name in ["link", "sub"] {
-            let err = sb.collect_outputs(Some(&[name.to_string()])).unwrap_err();
-            assert!(matches!(&err, OutputError::Unreadable { name: n, .. } if n == name));
+        // A link is not sent.
+        let err = sb.collect_outputs(Some(&["link".to_string()])).unwrap_err();
+        assert!(matches!(&err, OutputError::Unreadable { name, .. } if name == "link"));
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+    }
+
+    #[test]
+    fn inputs_of_a_directory_tree_are_made_without_following_links() {
+        let root = tempfile::tempdir().unwrap();
+        let mut sb = sandbox(root.path());
+        sb.put_input("data/sub/b", b"b", false).unwrap();
+        sb.put_directory("data/empty").unwrap();
+        sb.put_input("data/a", b"a", false).unwrap();
+        assert_eq!(fs::read(sb.path().join("data/sub/b")).unwrap(), b"b");
+        assert!(sb.path().join("data/empty").is_dir());
+        // A link planted in the sandbox is not followed, on the way or at the end.
+        let outside = tempfile::tempdir().unwrap();
+        symlink(outside.path(), sb.path().join("evil")).unwrap();
+        let err = sb.put_input("evil/x", b"x", false).unwrap_err();
+        assert!(
+            err.hold_reason().contains("evil is a symbolic link"),
+            "{err}"
+        );
+        let err = sb.put_directory("evil/d").unwrap_err();
+        assert!(err.hold_reason().contains("symbolic link"), "{err}");
+        symlink(outside.path().join("f"), sb.path().join("data/f")).unwrap();
+        assert!(sb.put_input("data/f", b"x", false).is_err());
+        assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
+        // A file where a directory is needed.
+        let err = sb.put_input("data/a/x", b"x", false).unwrap_err();
+        assert!(
+            err.hold_reason().contains("data/a is not a directory"),
+            "{err}"
+        );
+        for bad in ["../x", "/tmp/x", "data/../../x"] {
+            assert!(sb.put_directory(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_named_output_directory_comes_back_whole_or_as_its_contents() {
+        let root = tempfile::tempdir().unwrap();
+        let sb = sandbox(root.path());
+        fs::create_dir_all(sb.path().join("out/sub")).unwrap();
+        fs::create_dir(sb.path().join("out/empty")).unwrap();
+        fs::write(sb.path().join("out/r"), b"r").unwrap();
+        fs::write(sb.path().join("out/sub/s"), b"s").unwrap();
+        let got = sb.collect_outputs(Some(&["out".to_string()])).unwrap();
+        let names: Vec<(&str, bool)> = got.iter().map(|f| (f.name.as_str(), f.directory)).collect();
+        assert_eq!(
+            names,
+            [
+                ("out", true),
+                ("out/empty", true),
+                ("out/r", false),
+                ("out/sub", true),
+                ("out/sub/s", false)
+            ]
+        );
+        assert_eq!(got[4].bytes, b"s");
+        let got = sb.collect_outputs(Some(&["out/".to_string()])).unwrap();
+        let names: Vec<&str> = got.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["empty", "r", "sub", "sub/s"]);
+        // A link inside an output directory is refused, naming it.
+        symlink("/etc/passwd", sb.path().join("out/sub/pw")).unwrap();
+        let err = sb.collect_outputs(Some(&["out".to_string()])).unwrap_err();
+        assert!(err.to_string().contains("out/sub/pw"), "{err}");
     }
 }
