@@ -409,11 +409,20 @@ impl SlotManager {
                     }
                 }
                 Action::ClaimRefused { claim_id, reason } => {
-                    if self.pending.remove(claim_id).is_some() {
+                    if let Some(p) = self.pending.remove(claim_id) {
                         self.effects.push(Effect::ClaimDecided {
                             pending: claim_id.clone(),
                             reply: refused(reason.clone()),
                         });
+                        // A dynamic slot handed over to this claim goes back to its parent.
+                        if let Some(parent) = self.startd.drop_free_dynamic(&p.slot) {
+                            self.states.remove(&p.slot);
+                            self.loads.remove(&p.slot);
+                            self.dirty.remove(&p.slot);
+                            self.removed.push(("Machine".into(), p.slot.clone()));
+                            self.dirty.insert(parent);
+                            tracing::info!(slot = %p.slot, "dynamic slot returned: its preempting claim was refused");
+                        }
                     }
                 }
                 Action::DrainRefused { reason, .. } => self.drain_refusals.push(reason.clone()),

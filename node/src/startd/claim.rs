@@ -563,6 +563,27 @@ impl Startd {
         Ok(job)
     }
 
+    /// Removes dynamic slot `slot` if it holds no claim (one handed over to a preempting claim
+    /// that was then refused), giving its resources back to its partitionable slot; the
+    /// parent's name, or `None` when there was nothing to remove.
+    pub fn drop_free_dynamic(&mut self, slot: &str) -> Option<String> {
+        let s = self.slots.get(slot)?;
+        let SlotKind::Dynamic { parent } = s.kind.clone() else {
+            return None;
+        };
+        if s.running.is_some() {
+            return None;
+        }
+        let d = self.slots.remove(slot)?;
+        if let Some(p) = self.slots.get_mut(&parent) {
+            if let SlotKind::Partitionable { free, .. } = &mut p.kind {
+                *free = free.plus(&d.total);
+            }
+        }
+        self.machine_mut(&d.machine).slots -= 1;
+        Some(parent)
+    }
+
     /// Releases the claim `claim_id` holds on `slot` at `now` (Unix seconds): a static slot
     /// gets a fresh capability and is free again; a dynamic slot disappears and its resources
     /// return to its parent.
@@ -788,14 +809,23 @@ mod tests {
         let a = sd.request_claim(spec(&sd, "slot1_1@m1", 1, "3.0")).unwrap();
         assert_eq!((a.slot.as_str(), a.parent.as_deref()), ("slot1_1@m1", None));
         assert_eq!(sd.slot(&a.slot).unwrap().total, d.total);
-        let r = sd.release(&a.slot, &a.claim_id, 10).unwrap();
-        assert!(r.removed);
-        assert!(sd.slot("slot1_1@m1").is_none());
+        // Handed over and then not taken: the dynamic slot goes back to its parent.
+        let free_before = sd.slot("slot1@m1").unwrap().advertised().cpus;
+        sd.hand_over(&a.slot, &a.claim_id, 6).unwrap();
+        assert_eq!(sd.drop_free_dynamic(&a.slot).as_deref(), Some("slot1@m1"));
+        assert!(sd.slot(&a.slot).is_none());
+        assert_eq!(
+            sd.slot("slot1@m1").unwrap().advertised().cpus,
+            free_before + 1.0
+        );
+        assert_eq!(sd.drop_free_dynamic("slot1_2@m1"), None, "busy: kept");
         assert_eq!(sd.slot("slot1@m1").unwrap().advertised().cpus, 1.0);
         let c = sd.request_claim(spec(&sd, "slot1@m1", 1, "3.0")).unwrap();
         assert_eq!(c.slot, "slot1_3@m1");
         // The partitionable slot fences terms for all its children.
-        assert!(sd.release(&b.slot, &b.claim_id, 10).is_ok());
+        let r = sd.release(&b.slot, &b.claim_id, 10).unwrap();
+        assert!(r.removed, "a released dynamic slot goes back to its parent");
+        assert!(sd.slot(&b.slot).is_none());
         assert!(sd.request_claim(spec(&sd, "slot1@m1", 3, "4.0")).is_ok());
         assert!(matches!(
             sd.request_claim(spec(&sd, "slot1@m1", 2, "5.0")),
