@@ -7,11 +7,12 @@
 use super::metrics::{self, JobCount};
 use super::run::{unix_now, Node};
 use super::slots::JobEnd;
-use crate::starter::cpu_load::{process_group_cpu, LoadMeter};
+use crate::starter::cpu_load::LoadMeter;
 use crate::starter::{
     self, ExitOutcome, ExitReport, JobDescription, JobProcess, StartError, Starter, StarterConfig,
 };
 use aerie_proto::execute::{self as xpb, job_event_request::Event as Ev};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,12 +39,11 @@ pub struct JobEntry {
 }
 
 impl JobEntry {
-    /// The job's CPU load now (its process group's CPU time, averaged over a minute:
-    /// [`LoadMeter`]), sampled at `at` seconds since the node started; `None` once no process
-    /// of the job is left or `/proc` cannot be read.
-    pub fn cpu_load(&self, at: f64) -> Option<f64> {
-        let pgid = self.running.process().pid();
-        let cpu = process_group_cpu(pgid).ok().flatten()?;
+    /// The job's CPU load now (its process group's CPU time in `cpu_by_group`, averaged over
+    /// a minute: [`LoadMeter`]), sampled at `at` seconds since the node started; `None` once
+    /// no process of the job is left.
+    pub fn cpu_load(&self, at: f64, cpu_by_group: &HashMap<u32, f64>) -> Option<f64> {
+        let cpu = *cpu_by_group.get(&self.running.process().pid())?;
         let mut m = self.load.lock().unwrap_or_else(|p| p.into_inner());
         Some(m.sample(at, cpu))
     }

@@ -16,7 +16,7 @@ use crate::startd::ad::MachineFacts;
 use crate::startd::layout;
 use crate::startd::load::Connected;
 use crate::startd::machine::{self, Machine};
-use crate::starter::{LimitMethod, RunAsPolicy};
+use crate::starter::{cpu_load, LimitMethod, RunAsPolicy};
 use aerie_config::{Config, Context as CfgContext, LoadOptions};
 use aerie_proto::negotiation as npb;
 use anyhow::Context;
@@ -223,10 +223,17 @@ impl Node {
         // Each running job's CPU load, for its slot's CondorLoadAvg.
         let at = self.started.elapsed().as_secs_f64();
         let jobs: Vec<Arc<JobEntry>> = lock(&self.jobs).values().cloned().collect();
-        let job_loads = jobs
-            .iter()
-            .filter_map(|j| j.cpu_load(at).map(|l| (j.claim_id.clone(), l)))
-            .collect();
+        let job_loads = if jobs.is_empty() {
+            Default::default()
+        } else {
+            let groups = cpu_load::cpu_by_process_group().unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read the jobs' CPU time");
+                Default::default()
+            });
+            jobs.iter()
+                .filter_map(|j| j.cpu_load(at, &groups).map(|l| (j.claim_id.clone(), l)))
+                .collect()
+        };
         self.with_mgr(|m| {
             m.set_job_loads(job_loads);
             m.tick(now, load, Some(idle))

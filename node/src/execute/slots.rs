@@ -344,6 +344,27 @@ impl SlotManager {
     /// Steps slot `name` with `event` at `now` and carries out what the policy asks of the
     /// claim core; returns the policy's actions (for the caller's own answers).
     fn step(&mut self, name: &str, event: &Event, now: i64) -> Vec<Action> {
+        let drain = self.machine_drain(event, now);
+        self.step_with(name, event, now, drain)
+    }
+
+    /// Steps every slot with `event` at `now`, the machine's drain worked out once for all
+    /// of them (it builds every slot's view: once per slot would be quadratic per tick).
+    fn step_all(&mut self, event: &Event, now: i64) {
+        let drain = self.machine_drain(event, now);
+        for name in self.slot_names() {
+            self.step_with(&name, event, now, drain);
+        }
+    }
+
+    /// [`Self::step`] with the machine's drain as given.
+    fn step_with(
+        &mut self,
+        name: &str,
+        event: &Event,
+        now: i64,
+        drain: MachineDrain,
+    ) -> Vec<Action> {
         let Some(pol) = self.states.get(name) else {
             return Vec::new();
         };
@@ -358,7 +379,7 @@ impl SlotManager {
             machine: &machine,
             now,
             other_slots_drained: others_drained,
-            drain: self.machine_drain(event, now),
+            drain,
         };
         let step = pol.step(&inputs, event);
         for t in &step.transitions {
@@ -996,9 +1017,7 @@ impl SlotManager {
         };
         tracing::info!(request = %id, ?schedule, reason = %drain.reason, "draining");
         self.drain_refusals.clear();
-        for name in self.slot_names() {
-            self.step(&name, &Event::Drain(drain.clone()), now);
-        }
+        self.step_all(&Event::Drain(drain), now);
         match self.drain_refusals.pop() {
             Some(r) => Err(r),
             None => Ok(id),
@@ -1012,12 +1031,7 @@ impl SlotManager {
         }
         let rid = (!request_id.is_empty()).then(|| request_id.to_string());
         self.drain_refusals.clear();
-        for name in self.slot_names() {
-            let event = Event::CancelDrain {
-                request_id: rid.clone(),
-            };
-            self.step(&name, &event, now);
-        }
+        self.step_all(&Event::CancelDrain { request_id: rid }, now);
         match self.drain_refusals.pop() {
             Some(r) => Err(r),
             None => {
@@ -1034,9 +1048,7 @@ impl SlotManager {
     /// claim is taken.
     pub fn shutdown(&mut self, kind: Shutdown, now: i64) {
         self.shutting_down = true;
-        for name in self.slot_names() {
-            self.step(&name, &Event::Shutdown(kind), now);
-        }
+        self.step_all(&Event::Shutdown(kind), now);
     }
 
     /// The periodic evaluation at `now`, with the machine's load average and idle times.
@@ -1044,9 +1056,7 @@ impl SlotManager {
         self.machine_load = machine_load;
         self.idle = idle;
         self.share_load();
-        for name in self.slot_names() {
-            self.step(&name, &Event::Tick, now);
-        }
+        self.step_all(&Event::Tick, now);
     }
 
     /// The measured CPU load of each running job, by claim id, for the next [`Self::tick`]

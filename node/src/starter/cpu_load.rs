@@ -9,18 +9,19 @@
 //! family is the job's process group (the starter starts every job in a group of its own), read
 //! from `/proc/<pid>/stat`, and the rate is smoothed with a one-minute exponential average,
 //! as the kernel's own one-minute load average is.
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 
 /// Seconds over which [`LoadMeter`] averages (the one-minute load average's window).
 pub const WINDOW_SECONDS: f64 = 60.0;
 
-/// The CPU seconds (user and system) used so far by the live processes of process group
-/// `pgid`; `Ok(None)` when none is left.
-pub fn process_group_cpu(pgid: u32) -> io::Result<Option<f64>> {
+/// The CPU seconds (user and system) used so far by the live processes of every process
+/// group, read in one pass over `/proc` (a node with many jobs reads it once per tick, not
+/// once per job).
+pub fn cpu_by_process_group() -> io::Result<HashMap<u32, f64>> {
     let ticks = clock_ticks_per_second();
-    let mut total = 0u64;
-    let mut found = false;
+    let mut total: HashMap<u32, u64> = HashMap::new();
     for entry in fs::read_dir("/proc")? {
         let Ok(entry) = entry else { continue };
         let name = entry.file_name();
@@ -35,13 +36,14 @@ pub fn process_group_cpu(pgid: u32) -> io::Result<Option<f64>> {
             continue;
         };
         if let Some((group, cpu)) = parse_stat(&stat) {
-            if group == pgid {
-                total = total.saturating_add(cpu);
-                found = true;
-            }
+            let t = total.entry(group).or_default();
+            *t = t.saturating_add(cpu);
         }
     }
-    Ok(found.then(|| total as f64 / ticks))
+    Ok(total
+        .into_iter()
+        .map(|(g, t)| (g, t as f64 / ticks))
+        .collect())
 }
 
 /// From one `/proc/<pid>/stat` line: the process group and utime + stime in clock ticks.
@@ -153,7 +155,8 @@ mod tests {
     fn this_process_group_has_a_cpu_time() {
         // SAFETY: getpgrp only reads the calling process's group.
         let pgid = unsafe { libc::getpgrp() } as u32;
-        assert!(process_group_cpu(pgid).unwrap().is_some());
-        assert_eq!(process_group_cpu(u32::MAX - 7).unwrap(), None);
+        let groups = cpu_by_process_group().unwrap();
+        assert!(groups.contains_key(&pgid));
+        assert!(!groups.contains_key(&(u32::MAX - 7)));
     }
 }
