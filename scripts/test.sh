@@ -5,6 +5,9 @@
 # the main job as a smoke test (scripts/smoke.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A one-off build has no use for incremental state, which doubled target/ (CI once ran out of disk).
+export CARGO_INCREMENTAL=0
+df -h . | tail -1 | awk '{print "disk: " $4 " free of " $2}'
 scripts/deps.sh python3-venv debootstrap
 scripts/reference.sh all
 trap 'scripts/reference.sh unmount' EXIT
