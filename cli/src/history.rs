@@ -166,6 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         projection: Vec::new(),
         history: true,
         limit: p.limit,
+        rows: false,
     })?;
     let clock = Clock {
         now: queue::now(),

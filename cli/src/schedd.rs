@@ -221,22 +221,13 @@ impl Schedd {
         })
     }
 
-    /// Reads job ads from the queue or the history (`Query`), parsed.
+    /// Reads job ads from the queue or the history (`Query`): parsed from their text, or,
+    /// when the request asked for rows (`rows` with a projection) and the access point knows
+    /// them, built from the rows' typed values without parsing ([`aerie_proto::rows`]).
     pub fn query(&mut self, req: pb::QueryRequest) -> anyhow::Result<Vec<classad::ClassAd>> {
         let r = self.call("query", |mut c| async move { c.query(req).await })?;
-        let mut ads = Vec::with_capacity(r.ads.len());
-        for (i, t) in r.ads.iter().enumerate() {
-            let mut parsed = classad::parse_old_ads(t).map_err(|e| {
-                anyhow!(
-                    "job ad {i} from the access point at {} does not parse: {e}",
-                    self.at
-                )
-            })?;
-            if let Some(a) = parsed.pop() {
-                ads.push(a);
-            }
-        }
-        Ok(ads)
+        aerie_proto::rows::read_ads(&r)
+            .map_err(|e| anyhow!("the answer of the access point at {}: {e}", self.at))
     }
 
     /// Acts on jobs (`Act`).

@@ -5,7 +5,8 @@
 //! cmctl uses), `collector` (ad updates, invalidations and queries), `negotiation` (requests, grants and
 //! claims between the leader, access points and execute nodes), `execute` (activating claims,
 //! keep-alives, job events and drains between access points and execute nodes), `schedd` (the
-//! access point's job queue for users).
+//! access point's job queue for users). [`rows`] writes and reads a `schedd` query answered in
+//! rows of typed values.
 #![warn(missing_docs)]
 
 /// Peer Raft RPCs (append, vote, snapshot) between central managers.
@@ -38,3 +39,5 @@ pub mod execute {
 pub mod schedd {
     tonic::include_proto!("aerie.schedd");
 }
+
+pub mod rows;

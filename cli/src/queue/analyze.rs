@@ -193,6 +193,7 @@ pub fn run(
         projection: Vec::new(),
         history: false,
         limit: 1,
+        rows: false,
     })?;
     let clock = Clock {
         now: super::now(),

@@ -494,6 +494,7 @@ pub fn fetch(
         projection: projection(&p.view),
         history: false,
         limit: 0,
+        rows: true,
     })?;
     let all = match p.view {
         View::Batch | View::NoBatch | View::Hold => {
@@ -502,6 +503,7 @@ pub fn fetch(
                 projection: vec!["JobStatus".into()],
                 history: false,
                 limit: 0,
+                rows: true,
             })?;
             Some(views::Totals::of(&every))
         }

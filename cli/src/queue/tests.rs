@@ -18,21 +18,94 @@ fn ads(text: &str) -> Vec<ClassAd> {
     classad::parse_old_ads(text).unwrap()
 }
 
-/// The jobs the access point would answer with: those the constraint `p` makes for user
-/// `me` selects (evaluated here as the access point would), cut to the view's
-/// [`projection`] as the access point cuts them, so every view below is checked on the
-/// attributes `cmctl q` asks for.
-fn select(all: &[ClassAd], p: &Parsed, me: &str) -> Vec<ClassAd> {
+/// The jobs the constraint `p` makes for user `me` selects, evaluated as the access point
+/// would, whole.
+fn picked<'a>(all: &'a [ClassAd], p: &Parsed, me: &str) -> Vec<&'a ClassAd> {
     let c = constraint(p, me);
     let e = (!c.is_empty()).then(|| classad::parse_expr(&c).unwrap());
-    let projection = projection(&p.view);
     all.iter()
         .filter(|a| {
             e.as_ref()
                 .is_none_or(|e| matches!(a.eval_expr(e), Value::Bool(true)))
         })
-        .map(|a| cut(a, &projection))
         .collect()
+}
+
+/// The jobs the access point would answer with ([`picked`]) as cmctl reads them: cut to the
+/// view's [`projection`] and sent in rows (as `cmctl q` asks for them), or whole ads when the
+/// view has no projection, so every view below is checked on the attributes and the path
+/// `cmctl q` uses.
+fn select(all: &[ClassAd], p: &Parsed, me: &str) -> Vec<ClassAd> {
+    in_rows(&picked(all, p, me), &projection(&p.view))
+}
+
+/// `ads` as an access point answers a query asking for rows, read back as cmctl reads it.
+fn in_rows(ads: &[&ClassAd], projection: &[String]) -> Vec<ClassAd> {
+    if projection.is_empty() {
+        return ads.iter().map(|a| (*a).clone()).collect();
+    }
+    let mut w = aerie_proto::rows::RowWriter::new(projection);
+    ads.iter().for_each(|a| w.push(a));
+    aerie_proto::rows::read_ads(&w.finish()).unwrap()
+}
+
+/// `ads` as an access point answered before rows (each ad [`cut`], in old syntax), read back
+/// as cmctl read it.
+fn in_text(ads: &[&ClassAd], projection: &[String]) -> Vec<ClassAd> {
+    let reply = aerie_proto::schedd::QueryReply {
+        ads: ads
+            .iter()
+            .map(|a| cut(a, projection).to_old_syntax())
+            .collect(),
+        ..Default::default()
+    };
+    aerie_proto::rows::read_ads(&reply).unwrap()
+}
+
+/// What `cmctl q ARGS` prints for user `me` when the access point answers in rows and when it
+/// answers in ad text: the same, byte for byte, for every view that asks for rows.
+#[test]
+fn rows_print_what_ad_text_printed() {
+    let views: [&[&str]; 12] = [
+        &[],
+        &["-nobatch"],
+        &["-af", "ClusterId", "ProcId"],
+        &["-af:jh", "Owner", "MemoryUsage", "RemoteUserCpu", "Gone"],
+        &["-af:r", "MemoryUsage", "Requirements", "JobStatus"],
+        &["-af:l", "Cmd", "Args", "Arguments", "QDate"],
+        &["-constraint", "JobStatus == 1"],
+        &["-nobatch", "-constraint", "ProcId > 0 && Owner =!= \"x\""],
+        &["-hold"],
+        &["-run"],
+        &["-batch", "1"],
+        &["-nobatch", "2.0", "3"],
+    ];
+    let mut printed = 0;
+    for fixture in [POOL_ADS, MIXED_ADS] {
+        let all = ads(fixture);
+        let every: Vec<&ClassAd> = all.iter().collect();
+        let status = ["JobStatus".to_string()];
+        let totals_rows = views::Totals::of(&in_rows(&every, &status));
+        let totals_text = views::Totals::of(&in_text(&every, &status));
+        assert_eq!(totals_rows, totals_text);
+        assert_eq!(totals_rows, views::Totals::of(&all));
+        for v in views {
+            for who in [&[][..], &["-allusers"]] {
+                let mut a = args(v);
+                a.extend(args(who));
+                let p = parse(&a).unwrap();
+                let projection = projection(&p.view);
+                assert!(!projection.is_empty(), "{a:?}");
+                let jobs = picked(&all, &p, "ref");
+                let by_rows = render(&p, &in_rows(&jobs, &projection), Some(&totals_rows), &CLOCK);
+                let by_text = render(&p, &in_text(&jobs, &projection), Some(&totals_text), &CLOCK);
+                assert_eq!(by_rows, by_text, "cmctl q {a:?}");
+                printed += by_rows.lines().count();
+            }
+        }
+    }
+    // The views printed jobs, not only headers.
+    assert!(printed > 300, "{printed} lines");
 }
 
 /// `ad` cut to `projection` (whole when empty) with the attributes the kept expressions refer
