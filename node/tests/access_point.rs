@@ -108,6 +108,7 @@ async fn query(
             projection: vec![],
             history,
             limit: 0,
+            rows: false,
         })
         .await
         .unwrap()
@@ -116,6 +117,30 @@ async fn query(
         .iter()
         .map(|a| classad::parse_ad(a).unwrap())
         .collect()
+}
+
+/// A projected query of job 1.1 answered in rows reads back as the same job ad as answered
+/// in ad text (condor_q's views ask for rows).
+async fn assert_projected_rows_read_as_text(
+    c: &mut sc::schedd_client::ScheddClient<Channel>,
+    history: bool,
+) {
+    let req = |rows| sc::QueryRequest {
+        constraint: "ClusterId == 1 && ProcId == 1".into(),
+        projection: ["ProcId", "Owner", "JobStatus", "Cmd", "QDate", "Gone"]
+            .map(String::from)
+            .to_vec(),
+        history,
+        limit: 0,
+        rows,
+    };
+    let text = c.query(req(false)).await.unwrap().into_inner();
+    let rows = c.query(req(true)).await.unwrap().into_inner();
+    assert!(!text.in_rows && rows.in_rows && rows.ads.is_empty());
+    let by_rows = aerie_proto::rows::read_ads(&rows).unwrap();
+    assert_eq!(by_rows, aerie_proto::rows::read_ads(&text).unwrap());
+    assert_eq!(by_rows.len(), 1);
+    assert_eq!(by_rows[0].len(), 5, "{:?}", by_rows[0]);
 }
 
 fn act(action: sc::Action, targets: &[&str]) -> sc::ActRequest {
@@ -148,6 +173,7 @@ async fn the_schedd_service_queues_queries_and_acts_for_the_socket_peer() {
         Some(format!("{}@pool.test", me()).as_str())
     );
     assert_eq!(ads[0].eval_attr("JobStatus").as_int(), Some(1));
+    assert_projected_rows_read_as_text(&mut c, false).await;
     // Hold, release, remove; the removed job is in the history.
     let r = c
         .act(act(sc::Action::Hold, &["1.0"]))
@@ -173,6 +199,7 @@ async fn the_schedd_service_queues_queries_and_acts_for_the_socket_peer() {
     let h = query(&mut c, "", true).await;
     assert_eq!(h.len(), 2);
     assert_eq!(h[0].eval_attr("JobStatus").as_int(), Some(3));
+    assert_projected_rows_read_as_text(&mut c, true).await;
     // A bad submit is refused whole.
     let cl = c
         .new_cluster(sc::NewClusterRequest {})

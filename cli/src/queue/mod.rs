@@ -483,7 +483,8 @@ pub fn projection(view: &View) -> Vec<String> {
 }
 
 /// Asks the access point for the jobs `p` picks, and for the whole queue's states when the
-/// view has a summary.
+/// view has a summary; a projected view asks for rows of typed values, which cmctl reads
+/// without parsing ad text ([`aerie_proto::rows`]; an older access point answers in ads).
 pub fn fetch(
     schedd: &mut Schedd,
     p: &Parsed,

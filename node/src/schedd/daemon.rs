@@ -6,6 +6,7 @@ use super::assign_group;
 use super::claims::Claims;
 use super::job::{JobId, Status};
 use super::metrics;
+use super::query;
 use super::queue::{self, ActOutcome, ActSpec, Change, Queue, SubmitPolicy, Who};
 use super::store::Store;
 use std::collections::BTreeSet;
@@ -164,14 +165,16 @@ impl Schedd {
         Ok(changes.len() as u32)
     }
 
-    /// Query: the queue's or the history's ads.
+    /// Query: the queue's or the history's jobs, as ads or (`rows`, with a projection) as
+    /// rows ([`super::query::answer`]).
     pub fn query(
         &self,
         constraint: &str,
         projection: &[String],
         history: bool,
         limit: u32,
-    ) -> Result<Vec<String>, String> {
+        rows: bool,
+    ) -> Result<aerie_proto::schedd::QueryReply, String> {
         let constraint = if constraint.trim().is_empty() {
             None
         } else {
@@ -182,15 +185,19 @@ impl Schedd {
         };
         let st = self.lock();
         if history {
-            st.store
-                .history(constraint.as_ref(), projection, limit as usize)
-                .map_err(|e| format!("{e:#}"))
+            let ads = st
+                .store
+                .history(constraint.as_ref(), limit as usize)
+                .map_err(|e| format!("{e:#}"))?;
+            drop(st);
+            Ok(query::answer(ads.iter(), None, projection, 0, rows))
         } else {
-            Ok(queue::select(
+            Ok(query::answer(
                 st.queue.jobs().map(|(_, a)| a),
                 constraint.as_ref(),
                 projection,
                 limit as usize,
+                rows,
             ))
         }
     }

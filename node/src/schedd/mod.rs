@@ -11,7 +11,8 @@
 //! [`store`] (RocksDB), [`claims`] (the pure claim bookkeeping), [`deferral`] and
 //! [`crontab`] (when a deferred or crontab job is offered and started, pure), [`usermap`] and
 //! [`assign_group`] (accounting groups from a map file, pure), [`files`] (input and output
-//! files as the owner), [`daemon`] (the queue behind its lock), [`shadow`] (a claim's life),
+//! files as the owner), [`daemon`] (the queue behind its lock), [`query`] (condor_q's and condor_history's
+//! answers, as ads or rows), [`shadow`] (a claim's life),
 //! [`service`] (gRPC), [`who`] (a TCP caller as a job owner), [`revocations`] (revoked tokens
 //! from the CMs), [`ads`] (Submitter and Scheduler ads), [`metrics`], [`args`], [`run`].
 //!
@@ -29,6 +30,7 @@ pub mod deferral;
 pub mod files;
 pub mod job;
 pub mod metrics;
+pub mod query;
 pub mod queue;
 pub mod revocations;
 pub mod run;

@@ -108,13 +108,13 @@ impl sc::schedd_server::Schedd for ScheddService {
         self.reader(&req)?;
         let r = req.into_inner();
         let s = self.0.clone();
-        let ads = tokio::task::spawn_blocking(move || {
-            s.query(&r.constraint, &r.projection, r.history, r.limit)
+        let reply = tokio::task::spawn_blocking(move || {
+            s.query(&r.constraint, &r.projection, r.history, r.limit, r.rows)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?
         .map_err(Status::invalid_argument)?;
-        Ok(Response::new(sc::QueryReply { ads }))
+        Ok(Response::new(reply))
     }
 
     async fn act(&self, req: Request<sc::ActRequest>) -> Result<Response<sc::ActReply>, Status> {

@@ -120,14 +120,8 @@ impl Store {
         Ok(())
     }
 
-    /// Finished jobs, newest first, that satisfy `constraint`, cut to `projection`, at most
-    /// `limit` (0: all).
-    pub fn history(
-        &self,
-        constraint: Option<&Expr>,
-        projection: &[String],
-        limit: usize,
-    ) -> anyhow::Result<Vec<String>> {
+    /// Finished jobs, newest first, that satisfy `constraint`, at most `limit` (0: all).
+    pub fn history(&self, constraint: Option<&Expr>, limit: usize) -> anyhow::Result<Vec<ClassAd>> {
         let mut out = Vec::new();
         for item in self
             .db
@@ -145,7 +139,7 @@ impl Store {
                 continue;
             };
             if constraint.is_none_or(|e| ad.eval_expr(e).is_true()) {
-                out.push(super::queue::project(&ad, projection));
+                out.push(ad);
                 if limit != 0 && out.len() >= limit {
                     break;
                 }
@@ -190,11 +184,12 @@ mod tests {
         // The history keeps counting after a reopen, newest first.
         s.commit(&[Change::Finish(JobId::new(2, 0), job(2, 0, 3))])
             .unwrap();
-        let h = s.history(None, &["ProcId".into()], 0).unwrap();
-        assert_eq!(h, ["ProcId = 0\n", "ProcId = 1\n"]);
+        let h = s.history(None, 0).unwrap();
+        let procs: Vec<Option<i64>> = h.iter().map(|a| a.eval_attr("ProcId").as_int()).collect();
+        assert_eq!(procs, [Some(0), Some(1)]);
         let e = classad::parse_expr("JobStatus == 4").unwrap();
-        assert_eq!(s.history(Some(&e), &[], 0).unwrap().len(), 1);
-        assert_eq!(s.history(None, &[], 1).unwrap().len(), 1);
+        assert_eq!(s.history(Some(&e), 0).unwrap().len(), 1);
+        assert_eq!(s.history(None, 1).unwrap().len(), 1);
     }
 
     #[test]
