@@ -167,6 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         history: true,
         limit: p.limit,
         rows: false,
+        count_queue: false,
     })?;
     let clock = Clock {
         now: queue::now(),

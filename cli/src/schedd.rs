@@ -225,9 +225,19 @@ impl Schedd {
     /// when the request asked for rows (`rows` with a projection) and the access point knows
     /// them, built from the rows' typed values without parsing ([`aerie_proto::rows`]).
     pub fn query(&mut self, req: pb::QueryRequest) -> anyhow::Result<Vec<classad::ClassAd>> {
+        Ok(self.query_counted(req)?.0)
+    }
+
+    /// [`Schedd::query`], with the queue's jobs per status when the request asked for them
+    /// (`count_queue`) and the access point counts them (older ones do not).
+    pub fn query_counted(
+        &mut self,
+        req: pb::QueryRequest,
+    ) -> anyhow::Result<(Vec<classad::ClassAd>, Option<pb::StatusCounts>)> {
         let r = self.call("query", |mut c| async move { c.query(req).await })?;
-        aerie_proto::rows::read_ads(&r)
-            .map_err(|e| anyhow!("the answer of the access point at {}: {e}", self.at))
+        let ads = aerie_proto::rows::read_ads(&r)
+            .map_err(|e| anyhow!("the answer of the access point at {}: {e}", self.at))?;
+        Ok((ads, r.queue_counts))
     }
 
     /// Acts on jobs (`Act`).

@@ -86,7 +86,15 @@ impl schedd_server::Schedd for Fake {
         if q.rows && r.rows && !r.projection.is_empty() {
             let mut w = aerie_proto::rows::RowWriter::new(&r.projection);
             ads.iter().for_each(|a| w.push(a));
-            return Ok(Response::new(w.finish()));
+            let mut reply = w.finish();
+            if r.count_queue {
+                let mut jobs = vec![0; 8];
+                for a in &q.jobs {
+                    jobs[a.eval_attr("JobStatus").as_int().unwrap_or(0) as usize] += 1;
+                }
+                reply.queue_counts = Some(pb::StatusCounts { jobs });
+            }
+            return Ok(Response::new(reply));
         }
         Ok(Response::new(pb::QueryReply {
             ads: ads.iter().map(|a| a.to_old_syntax()).collect(),
@@ -246,6 +254,7 @@ fn submit_then_query_then_act_over_a_unix_socket() {
             history: true,
             limit: 2,
             rows: false,
+            count_queue: false,
         })
         .unwrap();
     assert_eq!(h.len(), 2);

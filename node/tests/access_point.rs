@@ -109,6 +109,7 @@ async fn query(
             history,
             limit: 0,
             rows: false,
+            count_queue: false,
         })
         .await
         .unwrap()
@@ -133,6 +134,7 @@ async fn assert_projected_rows_read_as_text(
         history,
         limit: 0,
         rows,
+        count_queue: true,
     };
     let text = c.query(req(false)).await.unwrap().into_inner();
     let rows = c.query(req(true)).await.unwrap().into_inner();
@@ -141,6 +143,13 @@ async fn assert_projected_rows_read_as_text(
     assert_eq!(by_rows, aerie_proto::rows::read_ads(&text).unwrap());
     assert_eq!(by_rows.len(), 1);
     assert_eq!(by_rows[0].len(), 5, "{:?}", by_rows[0]);
+    // The queue's jobs per status, asked for beside the jobs (none for the history).
+    let counts = rows.queue_counts.map(|c| c.jobs);
+    if history {
+        assert_eq!(counts, None);
+    } else {
+        assert_eq!(counts, Some(vec![0, 2, 0, 0, 0, 0, 0, 0]));
+    }
 }
 
 fn act(action: sc::Action, targets: &[&str]) -> sc::ActRequest {

@@ -151,6 +151,7 @@ impl RowWriter {
             columns: self.names.iter().map(|n| n.as_str().to_string()).collect(),
             rows: self.rows,
             in_rows: true,
+            queue_counts: None,
         }
     }
 }

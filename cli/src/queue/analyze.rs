@@ -194,6 +194,7 @@ pub fn run(
         history: false,
         limit: 1,
         rows: false,
+        count_queue: false,
     })?;
     let clock = Clock {
         now: super::now(),

@@ -490,25 +490,30 @@ pub fn fetch(
     p: &Parsed,
     me: &str,
 ) -> anyhow::Result<(Vec<ClassAd>, Option<views::Totals>)> {
-    let ads = schedd.query(pb::QueryRequest {
+    let summary = matches!(p.view, View::Batch | View::NoBatch | View::Hold);
+    let (ads, counts) = schedd.query_counted(pb::QueryRequest {
         constraint: constraint(p, me),
         projection: projection(&p.view),
         history: false,
         limit: 0,
         rows: true,
+        count_queue: summary,
     })?;
-    let all = match p.view {
-        View::Batch | View::NoBatch | View::Hold => {
+    let all = match (summary, counts) {
+        (false, _) => None,
+        (true, Some(c)) => Some(views::Totals::of_counts(&c.jobs)),
+        // An access point that does not count: every job's status.
+        (true, None) => {
             let every = schedd.query(pb::QueryRequest {
                 constraint: String::new(),
                 projection: vec!["JobStatus".into()],
                 history: false,
                 limit: 0,
                 rows: true,
+                count_queue: false,
             })?;
             Some(views::Totals::of(&every))
         }
-        _ => None,
     };
     Ok((ads, all))
 }

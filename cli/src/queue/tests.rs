@@ -89,6 +89,12 @@ fn rows_print_what_ad_text_printed() {
         let totals_text = views::Totals::of(&in_text(&every, &status));
         assert_eq!(totals_rows, totals_text);
         assert_eq!(totals_rows, views::Totals::of(&all));
+        // The access point's per-status counts make the same summary.
+        let mut counts = vec![0; 8];
+        for a in &all {
+            counts[a.eval_attr("JobStatus").as_int().unwrap() as usize] += 1;
+        }
+        assert_eq!(views::Totals::of_counts(&counts), totals_rows);
         for v in views {
             for who in [&[][..], &["-allusers"]] {
                 let mut a = args(v);

@@ -45,6 +45,21 @@ impl Totals {
         t
     }
 
+    /// Totals from jobs per status code (`counts[s]`: jobs with `JobStatus` s), as the
+    /// access point keeps them.
+    pub fn of_counts(counts: &[u64]) -> Totals {
+        let n = |s: i64| counts.get(s as usize).copied().unwrap_or(0);
+        Totals {
+            jobs: counts.iter().sum(),
+            completed: n(status::COMPLETED),
+            removed: n(status::REMOVED),
+            idle: n(status::IDLE),
+            running: n(status::RUNNING) + n(status::TRANSFERRING_OUTPUT),
+            held: n(status::HELD),
+            suspended: n(status::SUSPENDED),
+        }
+    }
+
     fn line(&self, what: &str) -> String {
         format!(
             "Total for {what}: {} jobs; {} completed, {} removed, {} idle, {} running, {} held, {} suspended",

@@ -166,15 +166,13 @@ impl Schedd {
     }
 
     /// Query: the queue's or the history's jobs, as ads or (`rows`, with a projection) as
-    /// rows ([`super::query::answer`]).
+    /// rows ([`super::query::answer`]), with the queue's jobs per status when asked.
     pub fn query(
         &self,
-        constraint: &str,
-        projection: &[String],
-        history: bool,
-        limit: u32,
-        rows: bool,
+        r: &aerie_proto::schedd::QueryRequest,
     ) -> Result<aerie_proto::schedd::QueryReply, String> {
+        let (constraint, projection, history, limit, rows) =
+            (&r.constraint, &r.projection, r.history, r.limit, r.rows);
         let constraint = if constraint.trim().is_empty() {
             None
         } else {
@@ -192,13 +190,17 @@ impl Schedd {
             drop(st);
             Ok(query::answer(ads.iter(), None, projection, 0, rows))
         } else {
-            Ok(query::answer(
+            let mut reply = query::answer(
                 st.queue.jobs().map(|(_, a)| a),
                 constraint.as_ref(),
                 projection,
                 limit as usize,
                 rows,
-            ))
+            );
+            if r.count_queue {
+                reply.queue_counts = Some(query::status_counts(&st.queue.status_counts()));
+            }
+            Ok(reply)
         }
     }
 

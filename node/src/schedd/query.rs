@@ -4,10 +4,22 @@
 //! of typed values ([`aerie_proto::rows`]), which neither side prints nor parses as text.
 //! HTCondor's schedd answers condor_q's projected query the same way in spirit: only the
 //! projected attributes go back (src/condor_schedd.V6/qmgmt.cpp, `GetNextJobByConstraint`).
+use super::job::Status;
 use super::queue;
 use aerie_proto::rows::RowWriter;
-use aerie_proto::schedd::QueryReply;
+use aerie_proto::schedd::{QueryReply, StatusCounts};
 use classad::{ClassAd, Expr};
+use std::collections::BTreeMap;
+
+/// The queue's jobs per status ([`queue::Queue::status_counts`], kept as changes apply) as
+/// the wire has them: condor_q's "Total for all users" line without a pass over every job.
+pub fn status_counts(by_status: &BTreeMap<Status, u64>) -> StatusCounts {
+    let mut jobs = vec![0; Status::ALL.len() + 1];
+    for (s, n) in by_status {
+        jobs[*s as usize] += n;
+    }
+    StatusCounts { jobs }
+}
 
 /// The jobs of `ads` that satisfy `constraint`, at most `limit` (0: all), as ads (whole when
 /// `projection` is empty) or, with `rows` and a projection, as rows.
@@ -74,6 +86,12 @@ mod tests {
             assert_eq!(by_rows[0].eval_attr("MemoryUsage").as_int(), Some(1));
             assert!(!by_rows[0].contains("Cmd"), "{:?}", by_rows[0]);
         }
+    }
+
+    #[test]
+    fn status_counts_are_indexed_by_job_status() {
+        let by: BTreeMap<Status, u64> = [(Status::Idle, 3), (Status::Held, 2)].into();
+        assert_eq!(status_counts(&by).jobs, [0, 3, 0, 0, 0, 2, 0, 0]);
     }
 
     /// No projection: whole ads as text, even when rows were asked for.

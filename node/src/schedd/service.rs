@@ -108,12 +108,10 @@ impl sc::schedd_server::Schedd for ScheddService {
         self.reader(&req)?;
         let r = req.into_inner();
         let s = self.0.clone();
-        let reply = tokio::task::spawn_blocking(move || {
-            s.query(&r.constraint, &r.projection, r.history, r.limit, r.rows)
-        })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))?
-        .map_err(Status::invalid_argument)?;
+        let reply = tokio::task::spawn_blocking(move || s.query(&r))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(Status::invalid_argument)?;
         Ok(Response::new(reply))
     }
 
