@@ -283,7 +283,11 @@ async fn a_submitted_job_is_matched_claimed_run_and_completed_with_its_output() 
     let history = eventually("the job to complete", WAIT, || {
         let s = ap.schedd.clone();
         async move {
-            let h = s.query("", &[], true, 0).map_err(anyhow::Error::msg)?;
+            let history = aerie_proto::schedd::QueryRequest {
+                history: true,
+                ..Default::default()
+            };
+            let h = s.query(&history).map_err(anyhow::Error::msg)?.ads;
             Ok((!h.is_empty()).then_some(h))
         }
     })
