@@ -365,7 +365,9 @@ pub fn phantom_time(ticks: &[TickStep], real: Duration) -> Option<String> {
     let bound = (real + SLACK).as_secs();
     (u64::try_from(span).unwrap_or(0) > bound).then(|| {
         format!(
-            "the committed ticks span {span} s (index {} at {} to index {} at {}), more than              the {real:?} that passed plus {SLACK:?}: time was charged that never passed (a              leader ticking by a clock that jumped ahead?)",
+            "the committed ticks span {span} s (index {} at {} to index {} at {}), more than \
+             the {real:?} that passed plus {SLACK:?}: time was charged that never passed (a \
+             leader ticking by a clock that jumped ahead?)",
             first.index, first.now, last.index, last.now
         )
     })
