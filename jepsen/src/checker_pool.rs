@@ -16,9 +16,12 @@
 //! * `no-grant-after-deposed` (invariant 2): no claim made on a grant of term T was
 //!   accepted later than a leader of a newer term was seen, beyond the lease the leader's
 //!   quorum confirmation gives plus slack;
-//! * `priorities-agree` (invariant 5, the part this harness can see): after healing, every CM
+//! * `priorities-agree` (invariant 5, across CMs): after healing, every CM
 //!   holds the same ledger (rows and last tick, compared at one time) and every row's effective
 //!   priority is the formula's `max(real, 0.5) x factor`;
+//! * `priorities-replayed` (invariant 5 in full): the committed ticks replayed from a stopped
+//!   CM's Raft log give every CM's ledger, and each tick follows HTCondor's formula
+//!   ([`crate::replay`]);
 //! * `ads-converge` (invariant 6): once the nodes' ads stopped changing, every CM's collector
 //!   shows exactly the nodes' slots with their states within a bound;
 //! * `failover-cycle` (invariant 7): after the leader was lost (killed, paused or cut off), a
@@ -112,8 +115,13 @@ pub struct PoolRecord {
     pub views: Vec<AdView>,
     /// Every CM's ledger after healing, read at one time.
     pub ledgers: Vec<Ledger>,
+    /// When the ledgers were read (Unix ms, the harness's clock).
+    pub read_ms: u64,
     /// The pool's own log (its standard error), for people.
     pub node_log: String,
+    /// Every CM's committed Raft log, read from its data directory once it was stopped
+    /// after the run ([`crate::pool::read_logs`]).
+    pub logs: Vec<crate::replay::LogRead>,
 }
 
 /// Invariant 3: the claims log replayed by `aerie-node check-claims`' own audit.
@@ -500,6 +508,14 @@ pub fn check(
         grants_after_deposed(h, &pool.claims_log, pool.origin_ms, bounds.grant_slack),
     );
     checks.insert("priorities-agree", priorities_disagree(&pool.ledgers));
+    checks.insert(
+        "priorities-replayed",
+        crate::replay::check(
+            &pool.logs,
+            &pool.ledgers,
+            Duration::from_millis(pool.read_ms.saturating_sub(pool.origin_ms)),
+        ),
+    );
     checks.insert(
         "ads-converge",
         ads_diverge(

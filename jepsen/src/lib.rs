@@ -17,6 +17,7 @@ pub mod linear;
 pub mod membership;
 pub mod net;
 pub mod pool;
+pub mod replay;
 pub mod results;
 pub mod scenario;
 pub mod summary;

@@ -301,7 +301,8 @@ pub async fn settle(
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 
-    let now = (unix_ms() / 1000) as i64;
+    let read_ms = unix_ms();
+    let now = (read_ms / 1000) as i64;
     let mut ledgers = Vec::new();
     let agree_by = Instant::now() + Duration::from_secs(10);
     loop {
@@ -339,8 +340,34 @@ pub async fn settle(
         expected_since,
         views,
         ledgers,
+        read_ms,
         node_log: pool.log(),
+        logs: Vec::new(),
     })
+}
+
+/// Stops (`kill -9`) every CM of `ids` in `cluster` and reads its committed Raft log from its
+/// data directory with the CM's own storage code, read-only, for [`crate::replay`]. Called
+/// after [`settle`] read the ledgers, with negotiation paused: the logs hold every tick the
+/// ledgers reflect and no later one.
+pub fn read_logs(cluster: &mut aerie_tests::Cluster, ids: &[u64]) -> Vec<crate::replay::LogRead> {
+    ids.iter()
+        .map(|&cm| {
+            cluster.kill(cm);
+            let dir = cluster.data_dir(cm).to_path_buf();
+            let log = aerie_cm::raft::store::read_committed(&dir).map_err(|e| format!("{e:#}"));
+            if let Ok(l) = &log {
+                tracing::info!(
+                    cm,
+                    entries = l.entries.len(),
+                    committed = ?l.committed,
+                    purged = ?l.last_purged,
+                    "read the committed log"
+                );
+            }
+            crate::replay::LogRead { cm, log }
+        })
+        .collect()
 }
 
 /// The bounds a pool run is held to: the longest election, twice the test election

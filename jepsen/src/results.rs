@@ -111,6 +111,9 @@ pub fn results(plan: &Plan, seed: u64, o: &Outcome) -> Value {
     });
     if let Some(p) = &o.pool {
         r["pool"] = crate::pool::summary(h, p);
+        if let Some(inv) = r["invariants"].get_mut("priorities-replayed") {
+            inv["replayed"] = crate::replay::summary(&p.logs);
+        }
     }
     r
 }

@@ -63,6 +63,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "pool-mixed",
         "3 CMs and a simulated pool negotiating: isolations, kills and pauses of the leader",
     ),
+    (
+        "pool-clock-jump-leader",
+        "3 CMs under libfaketime and a simulated pool negotiating: the leader's wall clock \
+         jumps 1 min-1 h forward, back, again (the accountant under clock jumps)",
+    ),
 ];
 
 /// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
@@ -94,7 +99,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
     let hold = |fault: Step, undo: Step| vec![fault, Step::Sleep(time), undo];
     let (mut spares, mut clocks) = (0, None);
     let (cms, steps, disks) = match name {
-        "clock-jump-leader" => {
+        "clock-jump-leader" | "pool-clock-jump-leader" => {
             clocks = Some(BTreeMap::new());
             (3, crate::clock::jumps(seed, time), false)
         }
@@ -321,7 +326,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             .map_err(|_| anyhow!("history poisoned"))?;
         Ok((history, finals, record))
     });
-    let cluster = cluster
+    let mut cluster = cluster
         .into_inner()
         .map_err(|_| anyhow!("the cluster is poisoned"))?;
     let logs: BTreeMap<u64, String> = cluster
@@ -341,6 +346,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
                 .unwrap_or_default()
         )
     })?;
+    let mut record = record;
+    if let Some(r) = record.as_mut() {
+        let ids: Vec<u64> = finals.iter().map(|(id, _)| *id).collect();
+        r.logs = crate::pool::read_logs(&mut cluster, &ids);
+    }
     drop(pool);
     drop(cluster);
     drop(disks);

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const KEY_VOTE: &[u8] = b"vote";
-const KEY_COMMITTED: &[u8] = b"committed";
-const KEY_PURGED: &[u8] = b"last_purged";
+pub(super) const KEY_COMMITTED: &[u8] = b"committed";
+pub(super) const KEY_PURGED: &[u8] = b"last_purged";
 
 type SResult<T> = Result<T, StorageError<NodeId>>;
 

@@ -17,10 +17,12 @@
 
 mod cluster_id;
 mod log;
+mod read;
 mod sm;
 
 pub use cluster_id::ClusterId;
 pub use log::LogStore;
+pub use read::{read_committed, CommittedEntry, CommittedLog, SnapshotState};
 pub use sm::{SharedState, StateMachineStore};
 
 use anyhow::Context;

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 use std::sync::{Arc, Mutex, RwLock};
 
-const KEY_SNAP_META: &[u8] = b"snapshot_meta";
-const KEY_SNAP_DATA: &[u8] = b"snapshot_data";
+pub(super) const KEY_SNAP_META: &[u8] = b"snapshot_meta";
+pub(super) const KEY_SNAP_DATA: &[u8] = b"snapshot_data";
 
 type SResult<T> = Result<T, StorageError<NodeId>>;
 
@@ -31,10 +31,10 @@ pub type SharedState = Arc<RwLock<Applied>>;
 
 /// What a snapshot's bytes hold.
 #[derive(Serialize, Deserialize)]
-struct SnapshotBody {
+pub(super) struct SnapshotBody {
     /// Snapshot format version.
-    v: u32,
-    state: PoolState,
+    pub(super) v: u32,
+    pub(super) state: PoolState,
 }
 
 /// openraft's state machine: the applied `PoolState` in memory, shared with readers, and its

@@ -69,3 +69,74 @@ fn a_synced_write_lets_other_tasks_run_meanwhile() {
         assert_eq!(log.read_vote().await.expect("read"), Some(vote));
     });
 }
+
+/// The read-only audit view of a store: only committed entries, from after the purged
+/// prefix, with the snapshot that covers the purge and each entry's term.
+#[test]
+fn the_committed_log_is_read_back_read_only_after_the_purge_with_its_snapshot() {
+    use crate::raft::{Entry, EntryPayload, LogId, SnapshotMeta};
+    use aerie_core::state::{Command, PoolState, Request};
+    use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let td = TempDir::new().expect("temp dir");
+    let id = |term: u64, index: u64| LogId::new(openraft::CommittedLeaderId::new(term, 1), index);
+    let limit = |v: f64| {
+        Request::new(Command::SetLimit {
+            name: "l".into(),
+            limit: Some(v),
+        })
+    };
+    rt.block_on(async {
+        let (mut log, sm, _) = super::open(td.path()).expect("open store");
+        let mut entries = vec![Entry {
+            log_id: id(1, 1),
+            payload: EntryPayload::Blank,
+        }];
+        entries.extend((2..=5).map(|i| Entry {
+            log_id: id(if i < 4 { 1 } else { 2 }, i),
+            payload: EntryPayload::Normal(limit(i as f64)),
+        }));
+        log.blocking_append(entries).await.expect("append");
+        log.save_committed(Some(id(2, 4))).await.expect("committed");
+        let mut state = PoolState::default();
+        state.apply(&limit(2.0));
+        state.apply(&limit(3.0));
+        let meta = SnapshotMeta {
+            last_log_id: Some(id(1, 3)),
+            last_membership: Default::default(),
+            snapshot_id: "1-3".into(),
+        };
+        let body = serde_json::to_vec(&super::sm::SnapshotBody {
+            v: 1,
+            state: state.clone(),
+        })
+        .expect("encode");
+        assert!(sm.save_snapshot(&meta, &body).expect("save"));
+        log.purge(id(1, 2)).await.expect("purge");
+        // Read while the store is still open, as of now; then again once it is closed.
+        let open = super::read_committed(td.path()).expect("read while open");
+        drop((log, sm));
+        let read = super::read_committed(td.path()).expect("read");
+        assert_eq!(open, read);
+        assert_eq!(read.committed, Some(4));
+        assert_eq!(read.last_purged, Some(2));
+        let snap = read.snapshot.expect("the snapshot");
+        assert_eq!((snap.index, snap.term), (Some(3), Some(1)));
+        assert_eq!(snap.state, state);
+        let got: Vec<(u64, u64, Option<Request>)> = read
+            .entries
+            .into_iter()
+            .map(|e| (e.index, e.term, e.request))
+            .collect();
+        // Entry 5 is not committed; 1 and 2 were purged.
+        assert_eq!(
+            got,
+            vec![(3, 1, Some(limit(3.0))), (4, 2, Some(limit(4.0)))]
+        );
+    });
+    let e = super::read_committed(&td.path().join("nope")).unwrap_err();
+    assert!(format!("{e:#}").contains("nope"), "{e:#}");
+}
