@@ -357,7 +357,11 @@ mod tests {
             end: open,
         };
         assert_eq!(
-            change_via(&[1, 2, 3], std::slice::from_ref(&cut), &[paused.clone()]),
+            change_via(
+                &[1, 2, 3],
+                std::slice::from_ref(&cut),
+                std::slice::from_ref(&paused)
+            ),
             vec![2]
         );
         let resumed = fault(FaultKind::Pause, 1, Duration::from_secs(1));
