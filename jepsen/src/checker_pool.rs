@@ -362,7 +362,11 @@ pub fn leader_losses(h: &History) -> Vec<Loss> {
                     FaultKind::DiskFull => "disk",
                     // A clock step does not take a leader away, and membership changes
                     // remove followers only.
-                    FaultKind::Clock(_) | FaultKind::Membership(_) => continue,
+                    // A stalled disk slows the leader's commits; whether it is deposed
+                    // is what the disk-stall scenario measures, not a loss by itself.
+                    FaultKind::Clock(_) | FaultKind::Membership(_) | FaultKind::DiskStall(_) => {
+                        continue
+                    }
                 };
                 out.push(Loss {
                     at: f.start,

@@ -30,6 +30,8 @@ const BALLAST: &str = "jepsen-ballast";
 pub struct Disks {
     dir: tempfile::TempDir,
     mounted: Vec<PathBuf>,
+    /// Slow file systems instead of tmpfs ([`Disks::slow`]).
+    slow: Option<crate::stall::SlowDisks>,
 }
 
 impl Disks {
@@ -40,11 +42,30 @@ impl Disks {
                 .prefix("aerie-jepsen-disks-")
                 .tempdir()?,
             mounted: Vec::new(),
+            slow: None,
         })
     }
 
+    /// A set whose mounts are [`crate::stall`]'s slow file systems (served by `bin`,
+    /// `aerie-jepsen-slowfs`) instead of tmpfs: not size-limited, their syncs delayed on
+    /// demand.
+    pub fn slow(bin: PathBuf) -> anyhow::Result<Disks> {
+        let mut d = Disks::new()?;
+        d.slow = Some(crate::stall::SlowDisks::new(bin)?);
+        Ok(d)
+    }
+
+    /// What the slow file system of CM `id` logged (none for tmpfs).
+    pub fn log(&self, id: u64) -> String {
+        self.slow.as_ref().map(|s| s.log(id)).unwrap_or_default()
+    }
+
     /// Mounts a tmpfs of [`SIZE`] at `<dir>/node<id>` and returns that path.
+    /// ([`Disks::slow`]: a slow file system there instead.)
     pub fn mount(&mut self, id: u64) -> anyhow::Result<PathBuf> {
+        if let Some(slow) = &mut self.slow {
+            return slow.mount(id);
+        }
         let at = self.dir.path().join(format!("node{id}"));
         std::fs::create_dir_all(&at)?;
         run(Command::new("mount")

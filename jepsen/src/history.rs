@@ -79,6 +79,9 @@ pub enum FaultKind {
     Pause,
     /// Its data directory's file system filled up, then space freed at `end`.
     DiskFull,
+    /// Every sync of its data directory delayed this many milliseconds ([`crate::stall`]),
+    /// back to none at `end`.
+    DiskStall(u64),
     /// Its wall clock set this many seconds off the true time (libfaketime, see
     /// [`crate::clock`]), then set right at `end`; its monotonic clock untouched.
     Clock(i64),

@@ -66,7 +66,7 @@ fn fault_name(k: FaultKind) -> &'static str {
     match k {
         FaultKind::Kill => "kill",
         FaultKind::Pause => "pause",
-        FaultKind::DiskFull => "disk",
+        FaultKind::DiskFull | FaultKind::DiskStall(_) => "disk",
         FaultKind::Clock(_) => "clock",
         FaultKind::Membership(_) => "membership",
     }
@@ -165,6 +165,7 @@ mod tests {
             unavailable: (Duration::from_millis(2), Duration::ZERO),
             logs: Default::default(),
             pool: None,
+            disk_logs: Default::default(),
         };
         let plan = crate::scenario::plan("kill-leader", 9, Duration::from_secs(1)).unwrap();
         let r = results(&plan, 9, &o);
@@ -206,6 +207,7 @@ mod tests {
             unavailable: (Duration::ZERO, Duration::ZERO),
             logs: Default::default(),
             pool: None,
+            disk_logs: Default::default(),
         };
         let plan = crate::scenario::plan("membership", 1, Duration::from_secs(1)).unwrap();
         let r = results(&plan, 1, &o);

@@ -43,8 +43,18 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "5 CMs: the leader and one more cut from two others, a fifth seeing both sides",
     ),
     (
+        "ring",
+        "5 CMs on a random ring: each sees itself and its two neighbours, a different majority",
+    ),
+    (
         "mixed",
-        "3 CMs: random isolations, kills and pauses of random CMs",
+        "3 CMs: random isolations, kills and pauses of random CMs, CMs added, removed and \
+         replaced during them",
+    ),
+    (
+        "disk-stall-leader",
+        "3 CMs on slow-fsync FUSE mounts: every sync of the leader's disk delayed 2-5 s, then \
+         fast, again",
     ),
     (
         "clock-jump-leader",
@@ -86,6 +96,8 @@ pub struct Plan {
     /// CMs the schedule may add ([`Step::AddMember`]), ids `cms+1..=cms+spares`: each gets
     /// a namespace and a client from the start (answering nothing until started).
     pub spares: u64,
+    /// Whether each CM's data directory is a slow-fsync file system ([`crate::stall`]).
+    pub stalls: bool,
     /// Whether the CMs run under libfaketime ([`crate::clock`]), and each one's clock
     /// offset from its start in seconds (absent: 0).
     pub clocks: Option<BTreeMap<u64, i64>>,
@@ -97,7 +109,7 @@ pub struct Plan {
 /// from `seed`.
 pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
     let hold = |fault: Step, undo: Step| vec![fault, Step::Sleep(time), undo];
-    let (mut spares, mut clocks) = (0, None);
+    let (mut spares, mut clocks, mut stalls) = (0, None, false);
     let (cms, steps, disks) = match name {
         "clock-jump-leader" | "pool-clock-jump-leader" => {
             clocks = Some(BTreeMap::new());
@@ -107,6 +119,10 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
             clocks = Some(crate::clock::skew(seed, 3));
             // The skew is there from the start; the schedule just lets it run.
             (3, vec![Step::Sleep(time)], false)
+        }
+        "disk-stall-leader" => {
+            stalls = true;
+            (3, crate::stall::leader_stalls(seed, time), false)
         }
         "membership" => {
             spares = 2;
@@ -125,7 +141,15 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         ),
         "halves" => (5, hold(Step::Halves(Target::Leader), Step::Heal), false),
         "bridge" => (5, hold(Step::Bridge(Target::Leader), Step::Heal), false),
-        "mixed" => (3, mixed(seed, 3, time), false),
+        "ring" => (5, hold(Step::Ring(seed), Step::Heal), false),
+        "mixed" => {
+            let steps = mixed(seed, 3, time);
+            spares = steps
+                .iter()
+                .filter(|s| matches!(s, Step::AddMember(_)))
+                .count() as u64;
+            (3, steps, false)
+        }
         "pool-mixed" => (3, crate::pool::leader_faults(seed, time), false),
         _ => bail!(
             "no scenario {name:?}; the scenarios are: {}",
@@ -142,6 +166,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         steps,
         tail: Duration::from_secs(5),
         disks,
+        stalls,
         spares,
         clocks,
         pool: name.starts_with("pool-"),
@@ -179,16 +204,23 @@ pub fn membership(n: u64, time: Duration) -> Vec<Step> {
 }
 
 /// A mixed schedule over `total`, replayable from `seed`: one fault at a time (isolate, kill
-/// or pause a random CM of `1..=n`, or the leader) for 2-5 s, undone, 1-3 s of calm.
+/// or pause a random member, or the leader) for 2-5 s, undone, 1-3 s of calm; during half
+/// the faults, 1 s in, a membership change as [`membership`] makes them: a CM added (new ids
+/// from `n+1`, while fewer than 5 are members), one removed (a follower, preferably the one
+/// that is down, while more than 3 are members) or replaced (removed, a new one added: also
+/// while more than 3). Removals keep at least 3 members, so a fault on one of them still
+/// leaves a quorum for the joint configuration (with 3 members, one down, removing a healthy
+/// follower would need the down one).
 pub fn mixed(seed: u64, n: u64, total: Duration) -> Vec<Step> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut steps = Vec::new();
     let mut t = Duration::ZERO;
+    let (mut members, mut next) = (n, n + 1);
     while t < total {
         let target = if rng.gen_bool(0.5) {
             Target::Leader
         } else {
-            Target::Node(rng.gen_range(1..=n))
+            Target::Member(rng.gen_range(0..5))
         };
         let (fault, undo) = match rng.gen_range(0..3) {
             0 => (Step::Isolate(target), Step::Heal),
@@ -197,7 +229,29 @@ pub fn mixed(seed: u64, n: u64, total: Duration) -> Vec<Step> {
         };
         let on = Duration::from_millis(rng.gen_range(2000..5000));
         let off = Duration::from_millis(rng.gen_range(1000..3000));
-        steps.extend([fault, Step::Sleep(on), undo, Step::Sleep(off)]);
+        steps.push(fault);
+        if rng.gen_bool(0.5) {
+            let settle = Duration::from_secs(1);
+            let add = Step::AddMember(next);
+            let remove = Step::RemoveMember(Target::Follower);
+            let change = match rng.gen_range(0..3) {
+                0 if members < 5 => vec![add],
+                1 if members > 3 => vec![remove],
+                2 if members > 3 => vec![remove, add],
+                _ if members < 5 => vec![add],
+                _ => vec![remove],
+            };
+            for s in &change {
+                match s {
+                    Step::AddMember(_) => (members, next) = (members + 1, next + 1),
+                    _ => members -= 1,
+                }
+            }
+            steps.push(Step::Sleep(settle));
+            steps.extend(change);
+            t += settle;
+        }
+        steps.extend([Step::Sleep(on), undo, Step::Sleep(off)]);
         t += on + off;
     }
     steps
@@ -217,6 +271,8 @@ pub struct Outcome {
     pub logs: BTreeMap<u64, String>,
     /// What the pool recorded, in a pool scenario.
     pub pool: Option<crate::checker_pool::PoolRecord>,
+    /// What each CM's slow file system logged (every delayed sync), in a disk-stall scenario.
+    pub disk_logs: BTreeMap<u64, String>,
 }
 
 impl Outcome {
@@ -257,6 +313,8 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     };
     let mut disks = if plan.disks {
         Some(Disks::new()?)
+    } else if plan.stalls {
+        Some(Disks::slow(daemon.with_file_name("aerie-jepsen-slowfs"))?)
     } else {
         None
     };
@@ -353,6 +411,10 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     }
     drop(pool);
     drop(cluster);
+    let disk_logs = match &disks {
+        Some(d) if plan.stalls => (1..=plan.cms).map(|id| (id, d.log(id))).collect(),
+        _ => BTreeMap::new(),
+    };
     drop(disks);
     drop(clocks);
     drop(net);
@@ -378,6 +440,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         unavailable,
         logs,
         pool: record,
+        disk_logs,
     })
 }
 
@@ -419,6 +482,27 @@ mod tests {
     }
 
     #[test]
+    fn a_mixed_schedule_keeps_three_to_five_members_and_adds_fresh_ids_in_order() {
+        for seed in 0..200 {
+            let (mut members, mut next) = (3, 4);
+            for s in mixed(seed, 3, Duration::from_secs(60)) {
+                match s {
+                    Step::AddMember(id) => {
+                        assert_eq!(id, next, "seed {seed}");
+                        (members, next) = (members + 1, next + 1);
+                    }
+                    Step::RemoveMember(t) => {
+                        assert_eq!(t, Target::Follower, "seed {seed}");
+                        members -= 1;
+                    }
+                    _ => {}
+                }
+                assert!((3..=5).contains(&members), "seed {seed}: {members} members");
+            }
+        }
+    }
+
+    #[test]
     fn a_mixed_schedule_is_replayed_from_its_seed_and_undoes_every_fault() {
         let a = mixed(3, 3, Duration::from_secs(60));
         assert_eq!(a, mixed(3, 3, Duration::from_secs(60)));
@@ -437,6 +521,8 @@ mod tests {
             count(|s| matches!(s, Step::Heal))
         );
         // Every kind shows up in a minute of faults.
+        assert!(count(|s| matches!(s, Step::AddMember(_))) > 0);
+        assert!(count(|s| matches!(s, Step::RemoveMember(_))) > 0);
         assert!(count(|s| matches!(s, Step::Kill(_))) > 0);
         assert!(count(|s| matches!(s, Step::Pause(_))) > 0);
         assert!(count(|s| matches!(s, Step::Isolate(_))) > 0);

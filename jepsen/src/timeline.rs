@@ -61,6 +61,7 @@ fn bands(h: &History) -> Vec<Band> {
             FaultKind::Kill => ("kill -9".to_string(), "#7f7f7f"),
             FaultKind::Pause => ("SIGSTOP".to_string(), "#b07aa1"),
             FaultKind::DiskFull => ("disk full".to_string(), "#9c755f"),
+            FaultKind::DiskStall(ms) => (format!("fsync +{ms} ms"), "#9c755f"),
             FaultKind::Clock(o) => (format!("clock {o:+} s"), "#edc948"),
             FaultKind::Membership(c) => (
                 format!("member {}", crate::membership::change_name(c)),

@@ -27,6 +27,10 @@ pub enum Target {
     Follower,
     /// This CM.
     Node(u64),
+    /// The member at this index (modulo their count) among the CMs that are members when the
+    /// step runs (sampled at least once, so started, and not removed): a random CM for
+    /// schedules that also change the membership ([`crate::scenario::mixed`]).
+    Member(usize),
 }
 
 /// One step of a nemesis schedule.
@@ -40,6 +44,9 @@ pub enum Step {
     /// A bridge: the target and the next CM on one side, the CM after them in the middle, the
     /// rest on the other side; the middle sees both sides, the sides do not see each other.
     Bridge(Target),
+    /// A random ring ([`crate::ring`], the shuffle drawn from this seed): every CM sees only
+    /// itself and its ring neighbours, a different majority each.
+    Ring(u64),
     /// Remove every cut.
     Heal,
     /// `kill -9` one CM.
@@ -55,6 +62,11 @@ pub enum Step {
     /// `kill -9` every CM whose disk was filled, free the space, and start it again on its
     /// files.
     FreeDisk,
+    /// Delay every sync of one CM's data directory by this long (its data directory on a
+    /// [`crate::stall`] file system).
+    StallDisk(Target, Duration),
+    /// Make the syncs of every stalled disk fast again.
+    UnstallDisk,
     /// Let the workload run.
     Sleep(Duration),
     /// Set one CM's wall clock this many seconds off the true time (see [`crate::clock`]).
@@ -226,6 +238,7 @@ impl Run {
             Step::Heal,
             Step::Resume,
             Step::FreeDisk,
+            Step::UnstallDisk,
             Step::Restart,
             Step::ResetClocks,
         ] {
@@ -244,6 +257,23 @@ impl Run {
         let leader = self.leader();
         Ok(match target {
             Target::Node(id) => id,
+            Target::Member(k) => {
+                let h = self
+                    .history
+                    .lock()
+                    .map_err(|_| anyhow!("history poisoned"))?;
+                let sampled: Vec<u64> = self
+                    .cms
+                    .iter()
+                    .map(|(id, _)| *id)
+                    .filter(|id| h.samples.iter().any(|s| s.node == *id))
+                    .collect();
+                let members = crate::membership::members(&sampled, &h.faults);
+                if members.is_empty() {
+                    bail!("no member sampled yet");
+                }
+                members[k % members.len()]
+            }
             Target::Leader => leader.ok_or_else(|| anyhow!("no leader sampled yet"))?,
             Target::Follower => {
                 // Not a CM removed from the cluster ([`crate::membership`]).
@@ -304,11 +334,11 @@ impl Run {
                 }
             }
             Some(k) => {
-                for f in h
-                    .faults
-                    .iter_mut()
-                    .filter(|f| f.kind == k && f.end == Duration::MAX)
-                {
+                for f in h.faults.iter_mut().filter(|f| {
+                    // Of the same kind, whatever its parameter (a stall's delay).
+                    std::mem::discriminant(&f.kind) == std::mem::discriminant(&k)
+                        && f.end == Duration::MAX
+                }) {
                     f.end = end;
                 }
             }
@@ -357,6 +387,14 @@ impl Run {
                 net.split(a, b)?;
                 self.cut(format!("bridge {a:?} - {middle} - {b:?}"), Vec::new());
             }
+            Step::Ring(seed) => {
+                let ids: Vec<u64> = self.cms.iter().map(|(id, _)| *id).collect();
+                let (order, cuts) = crate::ring::ring(seed, &ids);
+                for (a, b) in &cuts {
+                    net.cut(*a, *b)?;
+                }
+                self.cut(format!("ring {order:?}"), Vec::new());
+            }
             Step::Kill(target) => {
                 let id = self.resolve(target)?;
                 lock()?.kill(id);
@@ -365,7 +403,10 @@ impl Run {
             }
             Step::Restart => {
                 for id in std::mem::take(&mut undo.killed) {
-                    lock()?.restart(id)?;
+                    // Not a CM removed while it was down: an operator does not restart it.
+                    if self.current_members(cluster)?.contains(&id) {
+                        lock()?.restart(id)?;
+                    }
                 }
                 self.close(Some(FaultKind::Kill));
             }
@@ -398,6 +439,18 @@ impl Run {
                 }
                 self.close(Some(FaultKind::DiskFull));
             }
+            Step::StallDisk(target, delay) => {
+                let id = self.resolve(target)?;
+                crate::stall::set_delay(lock()?.data_dir(id), delay)?;
+                undo.stalled.push(id);
+                self.fault(FaultKind::DiskStall(delay.as_millis() as u64), id);
+            }
+            Step::UnstallDisk => {
+                for id in std::mem::take(&mut undo.stalled) {
+                    crate::stall::set_delay(lock()?.data_dir(id), Duration::ZERO)?;
+                }
+                self.close(Some(FaultKind::DiskStall(0)));
+            }
             Step::Clock(target, offset) => {
                 self.jump_clock(cluster, target, offset, &mut undo.clocks)?
             }
@@ -415,6 +468,8 @@ struct Undo {
     killed: Vec<u64>,
     paused: Vec<u64>,
     filled: Vec<(u64, std::path::PathBuf)>,
+    /// CMs whose disk a [`Step::StallDisk`] slowed.
+    stalled: Vec<u64>,
     /// CMs whose clock a [`Step::Clock`] moved.
     clocks: Vec<u64>,
 }
