@@ -114,6 +114,8 @@ pub struct PoolRecord {
     pub ledgers: Vec<Ledger>,
     /// The pool's own log (its standard error), for people.
     pub node_log: String,
+    /// The real pool's jobs (`pool-real`; `None` for a simulated pool).
+    pub jobs: Option<crate::checker_jobs::JobsRecord>,
 }
 
 /// Invariant 3: the claims log replayed by `aerie-node check-claims`' own audit.
@@ -513,6 +515,9 @@ pub fn check(
         "failover-cycle",
         slow_failovers(h, &pool.cycles, pool.origin_ms, bounds, until).0,
     );
+    if let Some(jobs) = &pool.jobs {
+        crate::checker_jobs::check(jobs, checks);
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod checker_jobs;
 pub mod checker_pool;
 pub mod clock;
 pub mod disk;
@@ -17,6 +18,7 @@ pub mod linear;
 pub mod membership;
 pub mod net;
 pub mod pool;
+pub mod pool_real;
 pub mod results;
 pub mod scenario;
 pub mod summary;

@@ -63,6 +63,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "pool-mixed",
         "3 CMs and a simulated pool negotiating: isolations, kills and pauses of the leader",
     ),
+    (
+        "pool-real",
+        "3 CMs, 2 real execute nodes and a real access point running real jobs of 3 owners: \
+         isolations, kills and pauses of the leader",
+    ),
 ];
 
 /// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
@@ -121,7 +126,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
         "halves" => (5, hold(Step::Halves(Target::Leader), Step::Heal), false),
         "bridge" => (5, hold(Step::Bridge(Target::Leader), Step::Heal), false),
         "mixed" => (3, mixed(seed, 3, time), false),
-        "pool-mixed" => (3, crate::pool::leader_faults(seed, time), false),
+        "pool-mixed" | "pool-real" => (3, crate::pool::leader_faults(seed, time), false),
         _ => bail!(
             "no scenario {name:?}; the scenarios are: {}",
             SCENARIOS
@@ -260,7 +265,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     let cluster =
         crate::start_cluster_with(&net, daemon, plan.cms, disks.as_mut(), clocks.as_ref(), env)?;
     let pool = if plan.pool {
-        Some(crate::pool::Pool::start(&net, &node_bin, plan.cms, 7)?)
+        let start = match plan.name.as_str() {
+            "pool-real" => crate::pool::Pool::start_real,
+            _ => crate::pool::Pool::start,
+        };
+        Some(start(&net, &node_bin, plan.cms, 7)?)
     } else {
         None
     };
@@ -279,7 +288,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         let origin_ms =
             crate::pool::unix_ms().saturating_sub(run.start.elapsed().as_millis() as u64);
         let clients = futures_join_all((0..cms.len()).map(|p| run.client(p)).collect());
-        let (nemesis, _, _, _) = tokio::join!(
+        let (nemesis, _, _, _, _) = tokio::join!(
             async {
                 // Let the sampler see a leader before the first fault.
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -290,6 +299,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             async {
                 if pool.is_some() {
                     crate::pool::watch_cycles(&run, &cycles).await
+                }
+            },
+            async {
+                if let Some(p) = &pool {
+                    p.workload(&run).await
                 }
             },
         );
