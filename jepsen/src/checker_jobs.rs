@@ -72,6 +72,14 @@ pub fn parse_node_log(node: &str, text: &str) -> (Vec<NodeEvent>, Vec<String>) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
+        // The starter logs its own "job started" (pid, executable): only the execute
+        // node's lines name the slot, job and claim.
+        if !v["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("aerie_node::execute::"))
+        {
+            continue;
+        }
         let f = &v["fields"];
         let s = |k: &str| f[k].as_str().map(str::to_string);
         let kind = match f["message"].as_str().unwrap_or_default() {
@@ -94,9 +102,10 @@ pub fn parse_node_log(node: &str, text: &str) -> (Vec<NodeEvent>, Vec<String>) {
             .map(|t| t.timestamp_millis().max(0) as u64);
         let (Some(time_ms), Some(slot), Some(claim)) = (time, s("slot"), s("claim")) else {
             errors.push(format!(
-                "{node}.log:{}: {:?} without a timestamp, slot or claim",
+                "{node}.log:{}: {} without a timestamp, slot or claim: {}",
                 i + 1,
-                f["message"]
+                f["message"],
+                line.chars().take(300).collect::<String>()
             ));
             continue;
         };
@@ -421,10 +430,11 @@ mod tests {
     fn the_nodes_json_log_lines_are_read_as_events() {
         let log = r#"aerie-node execute: listening on 10.199.0.200:7101
 {"timestamp":"2026-11-26T18:00:00.250Z","level":"INFO","fields":{"message":"claim accepted","slot":"slot1@exec1","claim":"c1","job":"3.0","term":4},"target":"aerie_node::execute::slots"}
-{"timestamp":"2026-11-26T18:00:00.500Z","level":"INFO","fields":{"message":"job started","slot":"slot1@exec1","job":"3.0","claim":"c1","pid":77},"target":"x"}
-{"timestamp":"2026-11-26T18:00:02.500Z","level":"INFO","fields":{"message":"job exited","slot":"slot1@exec1","job":"3.0","claim":"c1","exit_code":"Some(0)","exit_signal":"None","outputs":1},"target":"x"}
-{"timestamp":"2026-11-26T18:00:03Z","level":"INFO","fields":{"message":"slot state change","slot":"slot1@exec1"},"target":"x"}
-{"timestamp":"2026-11-26T18:00:03.100Z","level":"INFO","fields":{"message":"job evicted","job":"4.0","claim":"c2"},"target":"x"}
+{"timestamp":"2026-11-26T18:00:00.400Z","level":"INFO","fields":{"message":"job started","pid":77,"exe":"/bin/sh"},"target":"aerie_node::starter::os_proc"}
+{"timestamp":"2026-11-26T18:00:00.500Z","level":"INFO","fields":{"message":"job started","slot":"slot1@exec1","job":"3.0","claim":"c1","pid":77},"target":"aerie_node::execute::jobs"}
+{"timestamp":"2026-11-26T18:00:02.500Z","level":"INFO","fields":{"message":"job exited","slot":"slot1@exec1","job":"3.0","claim":"c1","exit_code":"Some(0)","exit_signal":"None","outputs":1},"target":"aerie_node::execute::jobs"}
+{"timestamp":"2026-11-26T18:00:03Z","level":"INFO","fields":{"message":"slot state change","slot":"slot1@exec1"},"target":"aerie_node::execute::jobs"}
+{"timestamp":"2026-11-26T18:00:03.100Z","level":"INFO","fields":{"message":"job evicted","job":"4.0","claim":"c2"},"target":"aerie_node::execute::jobs"}
 "#;
         let (events, errors) = parse_node_log("exec1", log);
         let base = 1_795_716_000_000; // 2026-11-26T18:00:00Z
@@ -458,7 +468,7 @@ mod tests {
             ]
         );
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].starts_with("exec1.log:6:"), "{errors:?}");
+        assert!(errors[0].starts_with("exec1.log:7:"), "{errors:?}");
     }
 
     #[test]
