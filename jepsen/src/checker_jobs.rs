@@ -375,7 +375,8 @@ pub fn jobs_incomplete(rec: &JobsRecord, runs: &[JobRun]) -> Vec<String> {
 }
 
 /// What the jobs did, for `results.json`: submitted, completed, runs, evictions and jobs
-/// run more than once (restarts), and the latest completion after the deadline's start.
+/// run more than once (restarts), and how long after the later of the healing and the last
+/// submission the last job completed (whole seconds: `CompletionDate`).
 pub fn summary(rec: &JobsRecord, runs: &[JobRun]) -> serde_json::Value {
     let completed = rec
         .finished
@@ -387,6 +388,16 @@ pub fn summary(rec: &JobsRecord, runs: &[JobRun]) -> serde_json::Value {
         *per_job.entry(&r.job).or_default() += 1;
     }
     let owners: BTreeSet<&str> = rec.submitted.iter().map(|s| s.owner.as_str()).collect();
+    // The deadline is the bound after the later of the healing and the last submission.
+    let from_ms = rec
+        .deadline_ms
+        .saturating_sub(COMPLETION_BOUND.as_millis() as u64);
+    let last_completion = rec
+        .finished
+        .values()
+        .filter_map(|f| f.completion)
+        .max()
+        .map(|c| (c.max(0) as u64 * 1000).saturating_sub(from_ms));
     serde_json::json!({
         "submitted": rec.submitted.len(),
         "owners": owners.len(),
@@ -396,6 +407,7 @@ pub fn summary(rec: &JobsRecord, runs: &[JobRun]) -> serde_json::Value {
         "restarted_jobs": per_job.values().filter(|n| **n > 1).count(),
         "claims": rec.events.iter().filter(|e| matches!(e.kind, Kind::ClaimAccepted { .. })).count(),
         "submit_errors": rec.submit_errors.len(),
+        "last_completion_after_healing_ms": last_completion,
     })
 }
 
