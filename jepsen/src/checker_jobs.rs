@@ -8,6 +8,8 @@
 //! * `job-runs-once-at-a-time`: a job never runs on two slots at once: each job's run
 //!   intervals (from its `job started` to its `job exited` or `job evicted`, or the end of the
 //!   record) do not overlap, on one node or across nodes;
+//! * `slot-runs-one-job`: a slot never runs two jobs at once (the runs on each slot do not
+//!   overlap; an access point runs the jobs of a reused claim one after the other);
 //! * `jobs-complete`: after healing, every submitted job left the queue completed (`JobStatus`
 //!   4, `ExitCode` 0) within a bound, with its output file back in its `initialdir` holding
 //!   what the job wrote; none lost; none ran to completion twice, and a job ran again only
@@ -242,6 +244,28 @@ pub fn jobs_run_twice_at_once(runs: &[JobRun]) -> Vec<String> {
     v
 }
 
+/// `slot-runs-one-job`: no slot runs two jobs at once (a claim the access point reuses runs
+/// its jobs one after the other): the runs on each slot do not overlap.
+pub fn slots_running_two_jobs(runs: &[JobRun]) -> Vec<String> {
+    let mut by_slot: BTreeMap<&str, Vec<&JobRun>> = BTreeMap::new();
+    for r in runs {
+        by_slot.entry(&r.slot).or_default().push(r);
+    }
+    let mut v = Vec::new();
+    for (slot, mut rs) in by_slot {
+        rs.sort_by_key(|r| r.start_ms);
+        for pair in rs.windows(2) {
+            if pair[1].start_ms < pair[0].end_ms.unwrap_or(u64::MAX) {
+                v.push(format!(
+                    "slot {slot} started job {} at {} ms while job {} (started {} ms) still ran",
+                    pair[1].job, pair[1].start_ms, pair[0].job, pair[0].start_ms
+                ));
+            }
+        }
+    }
+    v
+}
+
 /// A job the harness submitted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Submitted {
@@ -415,6 +439,7 @@ pub fn summary(rec: &JobsRecord, runs: &[JobRun]) -> serde_json::Value {
 pub fn check(rec: &JobsRecord, checks: &mut BTreeMap<&'static str, Vec<String>>) {
     let runs = runs(&rec.events);
     checks.insert("job-runs-once-at-a-time", jobs_run_twice_at_once(&runs));
+    checks.insert("slot-runs-one-job", slots_running_two_jobs(&runs));
     checks.insert("jobs-complete", jobs_incomplete(rec, &runs));
 }
 
@@ -543,6 +568,30 @@ mod tests {
         let mut ok = events.to_vec();
         ok.insert(2, ev("exec1", 4, Kind::ClaimReleased, "s1@e", "1.0", "a"));
         assert!(crate::checker_pool::double_claims(&claims_log(&ok)).is_empty());
+    }
+
+    #[test]
+    fn a_slot_starting_a_job_before_its_last_one_ended_runs_two_jobs() {
+        let good = [
+            ev("e1", 100, Kind::JobStarted, "s1@e1", "1.0", "a"),
+            ev(
+                "e1",
+                900,
+                Kind::JobExited { exit_code: Some(0) },
+                "s1@e1",
+                "1.0",
+                "a",
+            ),
+            // The claim reused for the next job, and another slot at the same time.
+            ev("e1", 950, Kind::JobStarted, "s1@e1", "2.0", "a"),
+            ev("e1", 500, Kind::JobStarted, "s2@e1", "3.0", "b"),
+        ];
+        assert!(slots_running_two_jobs(&runs(&good)).is_empty());
+        let mut bad = good.to_vec();
+        bad[2].time_ms = 800;
+        let v = slots_running_two_jobs(&runs(&bad));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("slot s1@e1 started job 2.0"), "{v:?}");
     }
 
     fn finished(output: &str) -> Finished {

@@ -3,8 +3,9 @@
 //! `cmctl submit` before and during the faults, while the leader of three CMs is cut off,
 //! killed and paused. Every checker must hold: the pool's (claims, one negotiator per term,
 //! no grant after a leader was deposed, agreeing ledgers, converging collectors, a cycle soon
-//! after each leader loss) and the jobs' (no job running twice at once; every job completed
-//! once, exit code 0, its output back). Needs root and `ip`: without them it fails saying so.
+//! after each leader loss) and the jobs' (no job running twice at once, no slot running two
+//! jobs at once; every job completed once, exit code 0, its output back). Needs root and
+//! `ip`: without them it fails saying so.
 
 mod common;
 
