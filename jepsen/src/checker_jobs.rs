@@ -212,58 +212,60 @@ pub fn runs(events: &[NodeEvent]) -> Vec<JobRun> {
     out
 }
 
-/// `job-runs-once-at-a-time`: no two runs of one job overlap in time (a run still going at
-/// the end of the record lasts to its end).
-pub fn jobs_run_twice_at_once(runs: &[JobRun]) -> Vec<String> {
-    let mut by_job: BTreeMap<&str, Vec<&JobRun>> = BTreeMap::new();
+/// Every pair of runs with the same `key` that overlap in time (a run still going at the end
+/// of the record lasts to its end), the earlier first.
+fn overlapping(runs: &[JobRun], key: impl Fn(&JobRun) -> &str) -> Vec<(&JobRun, &JobRun)> {
+    let mut by_key: BTreeMap<&str, Vec<&JobRun>> = BTreeMap::new();
     for r in runs {
-        by_job.entry(&r.job).or_default().push(r);
+        by_key.entry(key(r)).or_default().push(r);
     }
-    let mut v = Vec::new();
-    for (job, mut rs) in by_job {
+    let mut out = Vec::new();
+    for mut rs in by_key.into_values() {
         rs.sort_by_key(|r| r.start_ms);
         for (i, a) in rs.iter().enumerate() {
             for b in &rs[i + 1..] {
                 if b.start_ms < a.end_ms.unwrap_or(u64::MAX) {
-                    v.push(format!(
-                        "job {job} ran on {} from {} ms while still running on {} (started \
-                         {} ms, {})",
-                        b.slot,
-                        b.start_ms,
-                        a.slot,
-                        a.start_ms,
-                        match a.end_ms {
-                            Some(e) => format!("ended {e} ms"),
-                            None => "never ended".into(),
-                        }
-                    ));
+                    out.push((*a, *b));
                 }
             }
         }
     }
-    v
+    out
+}
+
+/// `job-runs-once-at-a-time`: no two runs of one job overlap in time.
+pub fn jobs_run_twice_at_once(runs: &[JobRun]) -> Vec<String> {
+    overlapping(runs, |r| &r.job)
+        .into_iter()
+        .map(|(a, b)| {
+            format!(
+                "job {} ran on {} from {} ms while still running on {} (started {} ms, {})",
+                a.job,
+                b.slot,
+                b.start_ms,
+                a.slot,
+                a.start_ms,
+                match a.end_ms {
+                    Some(e) => format!("ended {e} ms"),
+                    None => "never ended".into(),
+                }
+            )
+        })
+        .collect()
 }
 
 /// `slot-runs-one-job`: no slot runs two jobs at once (a claim the access point reuses runs
 /// its jobs one after the other): the runs on each slot do not overlap.
 pub fn slots_running_two_jobs(runs: &[JobRun]) -> Vec<String> {
-    let mut by_slot: BTreeMap<&str, Vec<&JobRun>> = BTreeMap::new();
-    for r in runs {
-        by_slot.entry(&r.slot).or_default().push(r);
-    }
-    let mut v = Vec::new();
-    for (slot, mut rs) in by_slot {
-        rs.sort_by_key(|r| r.start_ms);
-        for pair in rs.windows(2) {
-            if pair[1].start_ms < pair[0].end_ms.unwrap_or(u64::MAX) {
-                v.push(format!(
-                    "slot {slot} started job {} at {} ms while job {} (started {} ms) still ran",
-                    pair[1].job, pair[1].start_ms, pair[0].job, pair[0].start_ms
-                ));
-            }
-        }
-    }
-    v
+    overlapping(runs, |r| &r.slot)
+        .into_iter()
+        .map(|(a, b)| {
+            format!(
+                "slot {} started job {} at {} ms while job {} (started {} ms) still ran",
+                a.slot, b.job, b.start_ms, a.job, a.start_ms
+            )
+        })
+        .collect()
 }
 
 /// A job the harness submitted.
@@ -452,6 +454,18 @@ pub const COMPLETION_BOUND: Duration = Duration::from_secs(40);
 mod tests {
     use super::*;
 
+    /// A `job exited` with code 0.
+    fn exit0(node: &str, t: u64, slot: &str, job: &str, claim: &str) -> NodeEvent {
+        ev(
+            node,
+            t,
+            Kind::JobExited { exit_code: Some(0) },
+            slot,
+            job,
+            claim,
+        )
+    }
+
     fn ev(node: &str, t: u64, kind: Kind, slot: &str, job: &str, claim: &str) -> NodeEvent {
         NodeEvent {
             node: node.into(),
@@ -514,14 +528,7 @@ mod tests {
             ev("exec1", 100, Kind::JobStarted, "slot1@exec1", "1.0", "a"),
             ev("exec1", 900, Kind::JobEvicted, "slot1@exec1", "1.0", "a"),
             ev("exec2", 1000, Kind::JobStarted, "slot2@exec2", "1.0", "b"),
-            ev(
-                "exec2",
-                2000,
-                Kind::JobExited { exit_code: Some(0) },
-                "slot2@exec2",
-                "1.0",
-                "b",
-            ),
+            exit0("exec2", 2000, "slot2@exec2", "1.0", "b"),
             ev("exec2", 1500, Kind::JobStarted, "slot1@exec2", "2.0", "c"),
         ];
         let r = runs(&good);
@@ -574,14 +581,7 @@ mod tests {
     fn a_slot_starting_a_job_before_its_last_one_ended_runs_two_jobs() {
         let good = [
             ev("e1", 100, Kind::JobStarted, "s1@e1", "1.0", "a"),
-            ev(
-                "e1",
-                900,
-                Kind::JobExited { exit_code: Some(0) },
-                "s1@e1",
-                "1.0",
-                "a",
-            ),
+            exit0("e1", 900, "s1@e1", "1.0", "a"),
             // The claim reused for the next job, and another slot at the same time.
             ev("e1", 950, Kind::JobStarted, "s1@e1", "2.0", "a"),
             ev("e1", 500, Kind::JobStarted, "s2@e1", "3.0", "b"),
@@ -616,23 +616,9 @@ mod tests {
                 ev("e1", 1000, Kind::JobStarted, "s1@e1", "1.0", "a"),
                 ev("e1", 2000, Kind::JobEvicted, "s1@e1", "1.0", "a"),
                 ev("e2", 3000, Kind::JobStarted, "s1@e2", "1.0", "b"),
-                ev(
-                    "e2",
-                    4000,
-                    Kind::JobExited { exit_code: Some(0) },
-                    "s1@e2",
-                    "1.0",
-                    "b",
-                ),
+                exit0("e2", 4000, "s1@e2", "1.0", "b"),
                 ev("e2", 5000, Kind::JobStarted, "s1@e2", "2.0", "b"),
-                ev(
-                    "e2",
-                    6000,
-                    Kind::JobExited { exit_code: Some(0) },
-                    "s1@e2",
-                    "2.0",
-                    "b",
-                ),
+                exit0("e2", 6000, "s1@e2", "2.0", "b"),
             ],
             finished: BTreeMap::from([
                 ("1.0".into(), finished("job 1.0 of alice\n")),
@@ -677,14 +663,7 @@ mod tests {
         let mut twice = record();
         twice.events.extend([
             ev("e1", 7000, Kind::JobStarted, "s1@e1", "2.0", "c"),
-            ev(
-                "e1",
-                8000,
-                Kind::JobExited { exit_code: Some(0) },
-                "s1@e1",
-                "2.0",
-                "c",
-            ),
+            exit0("e1", 8000, "s1@e1", "2.0", "c"),
         ]);
         let v = verdict(&twice);
         assert_eq!(v.len(), 2, "{v:?}");
