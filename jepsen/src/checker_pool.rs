@@ -122,6 +122,8 @@ pub struct PoolRecord {
     /// Every CM's committed Raft log, read from its data directory once it was stopped
     /// after the run ([`crate::pool::read_logs`]).
     pub logs: Vec<crate::replay::LogRead>,
+    /// The real pool's jobs (`pool-real`; `None` for a simulated pool).
+    pub jobs: Option<crate::checker_jobs::JobsRecord>,
 }
 
 /// Invariant 3: the claims log replayed by `aerie-node check-claims`' own audit.
@@ -533,6 +535,9 @@ pub fn check(
         "failover-cycle",
         slow_failovers(h, &pool.cycles, pool.origin_ms, bounds, until).0,
     );
+    if let Some(jobs) = &pool.jobs {
+        crate::checker_jobs::check(jobs, checks);
+    }
 }
 
 #[cfg(test)]

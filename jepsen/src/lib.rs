@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod checker_jobs;
 pub mod checker_pool;
 pub mod clock;
 pub mod disk;
@@ -18,6 +19,7 @@ pub mod membership;
 pub mod net;
 pub mod pool;
 pub mod replay;
+pub mod pool_real;
 pub mod results;
 pub mod ring;
 pub mod scenario;

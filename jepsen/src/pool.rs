@@ -6,6 +6,9 @@
 //! s on its slot and is replaced by a fresh one (`--jobs-forever`), as HTCondor's startd
 //! (src/condor_startd.V6) and schedd (src/condor_schedd.V6) would claim and release slots.
 //!
+//! `pool-real` puts real execute nodes and a real access point in the same place instead
+//! ([`crate::pool_real`]); the rest of this shell serves both.
+//!
 //! This is the async shell: it starts the pool, watches the committed cycles during the run,
 //! and after the run stops negotiation, lets the jobs drain and gathers what the pure checkers
 //! of [`crate::checker_pool`] judge (the claims log, the cycles, every collector's slots,
@@ -82,16 +85,20 @@ pub fn leader_faults(seed: u64, total: Duration) -> Vec<Step> {
     steps
 }
 
-/// The `aerie-jepsen-node simulate` process in the pool namespace; killed when dropped.
+/// The pool in the pool namespace: the `aerie-jepsen-node simulate` process, or the real
+/// execute nodes and access point of [`crate::pool_real`] (`pool-real`); killed when dropped.
 pub struct Pool {
-    child: Child,
+    child: Option<Child>,
+    real: Option<crate::pool_real::RealPool>,
     dir: tempfile::TempDir,
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
@@ -123,21 +130,55 @@ impl Pool {
             .stderr(Stdio::from(log))
             .spawn()
             .with_context(|| format!("cannot start {} simulate", bin.display()))?;
-        Ok(Pool { child, dir })
+        Ok(Pool {
+            child: Some(child),
+            real: None,
+            dir,
+        })
+    }
+
+    /// Starts the real pool of [`crate::pool_real`] instead, with the node binary `bin`.
+    pub fn start_real(net: &Net, bin: &Path, cms: u64, seed: u64) -> anyhow::Result<Pool> {
+        Ok(Pool {
+            child: None,
+            real: Some(crate::pool_real::RealPool::start(net, bin, cms, seed)?),
+            dir: tempfile::Builder::new()
+                .prefix("aerie-jepsen-pool-")
+                .tempdir()?,
+        })
     }
 
     /// What the pool logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("simulate.log")).unwrap_or_default()
+        match &self.real {
+            Some(r) => r.logs(),
+            None => {
+                std::fs::read_to_string(self.dir.path().join("simulate.log")).unwrap_or_default()
+            }
+        }
     }
 
-    /// The nodes' claims log so far.
+    /// The nodes' claims log so far (the real nodes': made from their records).
     pub fn claims_log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("claims.log")).unwrap_or_default()
+        match &self.real {
+            Some(r) => r.claims_log(),
+            None => std::fs::read_to_string(self.dir.path().join("claims.log")).unwrap_or_default(),
+        }
+    }
+
+    /// The real pool's job submissions, until `run` stops; nothing for a simulated pool
+    /// (its access point makes its own jobs).
+    pub async fn workload(&self, run: &Run) {
+        if let Some(r) = &self.real {
+            r.workload(run).await
+        }
     }
 
     /// The pool's slot names (the keys of its claim id dump).
     fn slots(&self) -> anyhow::Result<BTreeSet<String>> {
+        if let Some(r) = &self.real {
+            return Ok(r.slots()?.into_iter().collect());
+        }
         let path: PathBuf = self.dir.path().join("claim_ids.json");
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading the pool's slots from {}", path.display()))?;
@@ -242,6 +283,10 @@ pub async fn settle(
     cycles: &Cycles,
     origin_ms: u64,
 ) -> anyhow::Result<PoolRecord> {
+    let jobs = match &pool.real {
+        Some(r) => Some(r.finish(origin_ms + healed(run).as_millis() as u64).await?),
+        None => None,
+    };
     let addrs: Vec<String> = run.cms.iter().map(|(_, a)| a.clone()).collect();
     let pause = Command::SetNegotiatorPaused { paused: true };
     write_retry(&addrs, &pause, Duration::from_secs(20))
@@ -343,6 +388,7 @@ pub async fn settle(
         read_ms,
         node_log: pool.log(),
         logs: Vec::new(),
+        jobs,
     })
 }
 
@@ -368,6 +414,22 @@ pub fn read_logs(cluster: &mut aerie_tests::Cluster, ids: &[u64]) -> Vec<crate::
             crate::replay::LogRead { cm, log }
         })
         .collect()
+}
+
+/// When the last fault of `run` was undone (offset from its start).
+fn healed(run: &Run) -> Duration {
+    run.history
+        .lock()
+        .map(|h| {
+            h.partitions
+                .iter()
+                .map(|p| p.end)
+                .chain(h.faults.iter().map(|f| f.end))
+                .filter(|e| *e != Duration::MAX)
+                .max()
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
 }
 
 /// The bounds a pool run is held to: the longest election, twice the test election
@@ -426,7 +488,12 @@ pub fn summary(h: &crate::history::History, record: &PoolRecord) -> serde_json::
                 })
             })
             .collect();
+    let jobs = record
+        .jobs
+        .as_ref()
+        .map(|j| crate::checker_jobs::summary(j, &crate::checker_jobs::runs(&j.events)));
     serde_json::json!({
+        "jobs": jobs,
         "claims": audit.claims,
         "releases": audit.releases,
         "refusals": audit.refusals,

@@ -78,6 +78,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "3 CMs under libfaketime and a simulated pool negotiating: the leader's wall clock \
          jumps 1 min-1 h forward, back, again (the accountant under clock jumps)",
     ),
+    (
+        "pool-real",
+        "3 CMs, 2 real execute nodes and a real access point running real jobs of 3 owners: \
+         isolations, kills and pauses of the leader",
+    ),
 ];
 
 /// What to run: how many CMs, the nemesis schedule, how long to run healed after it.
@@ -150,7 +155,7 @@ pub fn plan(name: &str, seed: u64, time: Duration) -> anyhow::Result<Plan> {
                 .count() as u64;
             (3, steps, false)
         }
-        "pool-mixed" => (3, crate::pool::leader_faults(seed, time), false),
+        "pool-mixed" | "pool-real" => (3, crate::pool::leader_faults(seed, time), false),
         _ => bail!(
             "no scenario {name:?}; the scenarios are: {}",
             SCENARIOS
@@ -323,7 +328,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
     let cluster =
         crate::start_cluster_with(&net, daemon, plan.cms, disks.as_mut(), clocks.as_ref(), env)?;
     let pool = if plan.pool {
-        Some(crate::pool::Pool::start(&net, &node_bin, plan.cms, 7)?)
+        let start = match plan.name.as_str() {
+            "pool-real" => crate::pool::Pool::start_real,
+            _ => crate::pool::Pool::start,
+        };
+        Some(start(&net, &node_bin, plan.cms, 7)?)
     } else {
         None
     };
@@ -342,7 +351,7 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
         let origin_ms =
             crate::pool::unix_ms().saturating_sub(run.start.elapsed().as_millis() as u64);
         let clients = futures_join_all((0..cms.len()).map(|p| run.client(p)).collect());
-        let (nemesis, _, _, _) = tokio::join!(
+        let (nemesis, _, _, _, _) = tokio::join!(
             async {
                 // Let the sampler see a leader before the first fault.
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -353,6 +362,11 @@ pub fn execute(plan: &Plan, daemon: PathBuf) -> anyhow::Result<Outcome> {
             async {
                 if pool.is_some() {
                     crate::pool::watch_cycles(&run, &cycles).await
+                }
+            },
+            async {
+                if let Some(p) = &pool {
+                    p.workload(&run).await
                 }
             },
         );
