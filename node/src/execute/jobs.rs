@@ -9,7 +9,8 @@ use super::run::{unix_now, Node};
 use super::slots::JobEnd;
 use crate::starter::cpu_load::LoadMeter;
 use crate::starter::{
-    self, ExitOutcome, ExitReport, JobDescription, JobProcess, StartError, Starter, StarterConfig,
+    self, ExitOutcome, ExitReport, JobDescription, JobGuard, JobProcess, StartError, Starter,
+    StarterConfig,
 };
 use aerie_proto::execute::{self as xpb, job_event_request::Event as Ev};
 use std::collections::HashMap;
@@ -17,6 +18,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// How often the node renews the job lease of its jobs' guards
+/// ([`crate::starter::guard`]).
+pub const GUARD_HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// How long a job event is retried before it is given up (the access point is gone).
 const EVENT_RETRY_FOR: Duration = Duration::from_secs(3600);
@@ -110,6 +115,25 @@ fn usage(r: &ExitReport) -> xpb::Usage {
 }
 
 impl Node {
+    /// Renews the job lease of the guard of every running job whose claim's lease still
+    /// stands at `now`: a job whose access point stopped its keep-alives is left to the
+    /// policy's eviction, and to its guard should the node not get to it.
+    pub fn heartbeat_jobs(&self, now: i64) {
+        let jobs: Vec<Arc<JobEntry>> = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for j in jobs {
+            let live = self.with_mgr(|m| m.claim_lease(&j.slot, &j.claim_id));
+            if live.is_some_and(|(_, expires)| now < expires) {
+                j.running.process().heartbeat();
+            }
+        }
+    }
+
     /// `Execute.ActivateClaim`: the policy takes the job, then the starter runs it. A job that
     /// cannot start is answered with its hold reason and reported as `StartFailed`.
     pub async fn activate(self: &Arc<Self>, req: xpb::ActivateRequest) -> xpb::ActivateReply {
@@ -198,10 +222,23 @@ impl Node {
         ad: &classad::ClassAd,
     ) -> Result<starter::RunningJob, StartError> {
         let desc = JobDescription::from_ad(ad)?;
+        // The guard's job lease is the claim's: past it without a keep-alive the node
+        // evicts the job itself, and the access point runs it elsewhere.
+        let lease = self
+            .with_mgr(|m| m.claim_lease(&req.slot, &req.claim_id))
+            .map(|(length, _)| length)
+            .ok_or_else(|| StartError::Spawn {
+                what: "find the job's claim lease",
+                source: std::io::Error::other(format!("no claim {} on {}", req.claim_id, req.slot)),
+            })?;
         let starter = Starter::new(StarterConfig {
             execute_dir: self.starter.execute_dir.clone(),
             run_as: self.starter.run_as(&req.slot),
             limits: self.starter.limits.clone(),
+            job_guard: self.starter.job_guard.clone().map(|program| JobGuard {
+                program,
+                lease: Duration::from_secs(lease.max(1) as u64),
+            }),
         });
         let local = req.slot.split('@').next().unwrap_or("slot");
         let n = self.seq.fetch_add(1, Ordering::SeqCst);
