@@ -99,8 +99,9 @@ impl Guarded {
         }
     }
 
-    fn beat(&self) {
-        nix::unistd::write(self.heartbeat.as_ref().unwrap(), &[1]).unwrap();
+    /// A heartbeat saying `left_ms` of the job lease is left (4 bytes, native order).
+    fn beat(&self, left_ms: u32) {
+        nix::unistd::write(self.heartbeat.as_ref().unwrap(), &left_ms.to_ne_bytes()).unwrap();
     }
 
     /// Waits for the guard to end; its wait status.
@@ -139,11 +140,12 @@ fn the_job_group_dies_when_the_heartbeat_pipe_closes() {
 
 #[test]
 fn the_job_group_lives_while_heartbeats_come_and_dies_when_they_stop_for_the_lease() {
-    let mut g = Guarded::start(1_000);
-    // Four leases with a heartbeat every fifth of one.
+    // A ten-minute lease, but each heartbeat says one second of it is left.
+    let mut g = Guarded::start(600_000);
+    // Four such seconds with a heartbeat every fifth of one.
     let until = Instant::now() + Duration::from_secs(4);
     while Instant::now() < until {
-        g.beat();
+        g.beat(1_000);
         std::thread::sleep(Duration::from_millis(200));
         assert!(
             g.guard.try_wait().unwrap().is_none(),
@@ -151,7 +153,7 @@ fn the_job_group_lives_while_heartbeats_come_and_dies_when_they_stop_for_the_lea
         );
     }
     assert!(alive(g.background));
-    // The node stops (its end stays open): the lease passes.
+    // The node stops (its end stays open): the second left passes.
     let status = g.ended();
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
     poll_until("the job's background child to die", || !alive(g.background));

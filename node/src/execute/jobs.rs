@@ -37,6 +37,10 @@ pub struct JobEntry {
     /// CLUSTER.PROC.
     pub job: String,
     running: starter::RunningJob,
+    /// The claim's lease, which the job's guard keeps too.
+    lease: Duration,
+    /// When the access point last renewed the claim (activation or keep-alive).
+    last_alive: Mutex<Instant>,
     hard_kill_at: Mutex<Option<Instant>>,
     hard_killed: AtomicBool,
     events: JobEvents,
@@ -44,6 +48,22 @@ pub struct JobEntry {
 }
 
 impl JobEntry {
+    /// Tells the job's guard how much of the claim's lease is left at `now`: the guard kills
+    /// the job when that much time passes without another heartbeat, so no later than the
+    /// access point, which counts its lease from a later instant (the keep-alive's answer),
+    /// gives the claim up.
+    pub fn heartbeat(&self, now: Instant) {
+        let last = *self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
+        let left = (last + self.lease).saturating_duration_since(now);
+        self.running.process().heartbeat(left);
+    }
+
+    /// The access point renewed the claim at `at`.
+    pub fn renewed(&self, at: Instant) {
+        let mut last = self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
+        *last = (*last).max(at);
+    }
+
     /// The job's CPU load now (its process group's CPU time in `cpu_by_group`, averaged over
     /// a minute: [`LoadMeter`]), sampled at `at` seconds since the node started; `None` once
     /// no process of the job is left.
@@ -115,10 +135,8 @@ fn usage(r: &ExitReport) -> xpb::Usage {
 }
 
 impl Node {
-    /// Renews the job lease of the guard of every running job whose claim's lease still
-    /// stands at `now`: a job whose access point stopped its keep-alives is left to the
-    /// policy's eviction, and to its guard should the node not get to it.
-    pub fn heartbeat_jobs(&self, now: i64) {
+    /// Sends every running job's guard the claim lease left at `now` ([`JobEntry::heartbeat`]).
+    pub fn heartbeat_jobs(&self, now: Instant) {
         let jobs: Vec<Arc<JobEntry>> = self
             .jobs
             .lock()
@@ -127,10 +145,21 @@ impl Node {
             .cloned()
             .collect();
         for j in jobs {
-            let live = self.with_mgr(|m| m.claim_lease(&j.slot, &j.claim_id));
-            if live.is_some_and(|(_, expires)| now < expires) {
-                j.running.process().heartbeat();
-            }
+            j.heartbeat(now);
+        }
+    }
+
+    /// A keep-alive renewed claim `claim_id` at `at`: its job's guard hears of it with the
+    /// next heartbeat.
+    pub fn claim_renewed(&self, claim_id: &str, at: Instant) {
+        let job = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(claim_id)
+            .cloned();
+        if let Some(j) = job {
+            j.renewed(at);
         }
     }
 
@@ -163,7 +192,14 @@ impl Node {
             req.job.clone(),
             self.events_in_flight.clone(),
         );
-        match self.start(&req, &ad) {
+        let activated = Instant::now();
+        // The guard's job lease is the claim's: past it without a keep-alive the node
+        // evicts the job itself, and the access point runs it elsewhere.
+        let lease = self
+            .with_mgr(|m| m.claim_lease(&req.slot, &req.claim_id))
+            .map_or(1, |(length, _)| length.max(1));
+        let lease = Duration::from_secs(lease as u64);
+        match self.start(&req, &ad, lease) {
             Ok(running) => {
                 let pid = running.process().pid();
                 tracing::info!(slot = %req.slot, job = %req.job, claim = %req.claim_id, pid, "job started");
@@ -174,6 +210,8 @@ impl Node {
                     claim_id: req.claim_id.clone(),
                     job: req.job.clone(),
                     running,
+                    lease,
+                    last_alive: Mutex::new(activated),
                     hard_kill_at: Mutex::new(None),
                     hard_killed: AtomicBool::new(false),
                     load: Mutex::new(LoadMeter::default()),
@@ -220,25 +258,18 @@ impl Node {
         &self,
         req: &xpb::ActivateRequest,
         ad: &classad::ClassAd,
+        lease: Duration,
     ) -> Result<starter::RunningJob, StartError> {
         let desc = JobDescription::from_ad(ad)?;
-        // The guard's job lease is the claim's: past it without a keep-alive the node
-        // evicts the job itself, and the access point runs it elsewhere.
-        let lease = self
-            .with_mgr(|m| m.claim_lease(&req.slot, &req.claim_id))
-            .map(|(length, _)| length)
-            .ok_or_else(|| StartError::Spawn {
-                what: "find the job's claim lease",
-                source: std::io::Error::other(format!("no claim {} on {}", req.claim_id, req.slot)),
-            })?;
         let starter = Starter::new(StarterConfig {
             execute_dir: self.starter.execute_dir.clone(),
             run_as: self.starter.run_as(&req.slot),
             limits: self.starter.limits.clone(),
-            job_guard: self.starter.job_guard.clone().map(|program| JobGuard {
-                program,
-                lease: Duration::from_secs(lease.max(1) as u64),
-            }),
+            job_guard: self
+                .starter
+                .job_guard
+                .clone()
+                .map(|program| JobGuard { program, lease }),
         });
         let local = req.slot.split('@').next().unwrap_or("slot");
         let n = self.seq.fetch_add(1, Ordering::SeqCst);

@@ -494,7 +494,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
             iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 iv.tick().await;
-                node.heartbeat_jobs(unix_now());
+                node.heartbeat_jobs(Instant::now());
             }
         })
     };

@@ -230,7 +230,9 @@ impl Claims {
     /// idle again): once `max_missed` keep-alives in a row failed, and, when a job is bound to
     /// it, once the job's lease has passed since the startd was last heard. The lease is the
     /// job's `JobLeaseDuration` when positive, else `default_lease` (the startd's own lease
-    /// for a claim without one).
+    /// for a claim without one). Times are whole seconds, `last_heard` rounded down, so the
+    /// lease counts as passed only a second later: the node's job guard, which counts it
+    /// from when the node got the keep-alive, has killed the job by then.
     pub fn may_give_up(
         &self,
         claim_id: &str,
@@ -248,7 +250,7 @@ impl Claims {
         let Some(ad) = c.job.and_then(|j| queue.get(j)) else {
             return true;
         };
-        now >= c.last_heard.saturating_add(job_lease(ad, default_lease))
+        now > c.last_heard.saturating_add(job_lease(ad, default_lease))
     }
 
     /// Forgets the claim (released or lost); returns it, its job unbound.
@@ -450,10 +452,11 @@ mod tests {
         for t in 111..=113 {
             c.alive("c1", false, t);
         }
-        // The startd (or the job's guard) may still run the job until 110 + 60.
+        // The startd (or the job's guard) may still run the job until 110 + 60 (and a
+        // second for the rounding).
         assert!(!c.may_give_up("c1", &q, 113, 3, 3));
-        assert!(!c.may_give_up("c1", &q, 169, 3, 3));
-        assert!(c.may_give_up("c1", &q, 170, 3, 3));
+        assert!(!c.may_give_up("c1", &q, 170, 3, 3));
+        assert!(c.may_give_up("c1", &q, 171, 3, 3));
         // A keep-alive that gets through renews it all.
         c.alive("c1", true, 170);
         assert!(!c.may_give_up("c1", &q, 500, 3, 3));
@@ -465,8 +468,8 @@ mod tests {
         for t in 101..=103 {
             c.alive("c1", false, t);
         }
-        assert!(!c.may_give_up("c1", &q, 103, 3, 5));
-        assert!(c.may_give_up("c1", &q, 105, 3, 5));
+        assert!(!c.may_give_up("c1", &q, 105, 3, 5));
+        assert!(c.may_give_up("c1", &q, 106, 3, 5));
         // Too few missed keep-alives: kept, whatever the time.
         let mut c = Claims::default();
         c.add(claim(&q, plain, 100));

@@ -11,10 +11,13 @@
 //! How: the node execs the guard (`aerie-node job-guard ...`, [`GuardArgs`]) in place of the
 //! job, after `setsid`, the limits and the account switch, so the guard is the leader of the
 //! job's session and process group and runs as the job's user. The guard starts the job in
-//! the same process group, waits for it, and reads heartbeats the node writes on a pipe. When
-//! the pipe reaches end of file (every copy of its write end closed: the node died) or no
-//! heartbeat came for the job lease (the node is stopped or wedged), the guard SIGKILLs the
-//! whole process group, itself included ([`decide`]). When the job ends first, the guard
+//! the same process group, waits for it, and reads heartbeats the node writes on a pipe, each
+//! saying how much of the claim's lease is left since the access point's last keep-alive
+//! ([`heartbeat_record`]). When the pipe reaches end of file (every copy of its write end
+//! closed: the node died) or that much time passed without another heartbeat (the node is
+//! stopped or wedged, or the access point silent), the guard SIGKILLs the whole process group,
+//! itself included ([`decide`]). So the job is gone by the time the access point, which counts
+//! the lease from the keep-alive's answer, gives the claim up. When the job ends first, the guard
 //! ends the same way (the same exit code, or the same signal raised on itself), so the
 //! node's `wait4` on the guard sees the job's outcome and its resource usage (the guard's
 //! usage includes the job it waited for).
@@ -75,8 +78,17 @@ pub enum Verdict {
     Kill(KillReason),
 }
 
-/// The guard's decision: kill at end of file, or once `lease` has passed since the last
-/// heartbeat; keep the job otherwise.
+/// One heartbeat on the pipe: the job lease left, in milliseconds (4 bytes, native order;
+/// at most `PIPE_BUF` bytes, so a write is never split).
+pub fn heartbeat_record(lease_left: Duration) -> [u8; 4] {
+    u32::try_from(lease_left.as_millis())
+        .unwrap_or(u32::MAX)
+        .to_ne_bytes()
+}
+
+/// The guard's decision: kill at end of file, or once `lease` (the lease left that the last
+/// heartbeat gave, or the whole lease before the first) has passed since the last heartbeat;
+/// keep the job otherwise.
 pub fn decide(last_heartbeat: Instant, now: Instant, eof: bool, lease: Duration) -> Verdict {
     if eof {
         return Verdict::Kill(KillReason::NodeGone);
@@ -203,18 +215,38 @@ fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Reads every heartbeat waiting on the non-blocking pipe: whether one came, and whether
-/// the pipe is at end of file.
-fn drain(fd: &OwnedFd) -> (bool, bool) {
-    let mut buf = [0u8; 256];
-    let mut beat = false;
-    loop {
-        match nix::unistd::read(fd, &mut buf) {
-            Ok(0) => return (beat, true),
-            Ok(_) => beat = true,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(nix::errno::Errno::EAGAIN) => return (beat, false),
-            Err(_) => return (beat, true),
+/// The heartbeats read so far: the bytes of a record not complete yet.
+#[derive(Debug, Default)]
+struct Heartbeats {
+    partial: Vec<u8>,
+}
+
+impl Heartbeats {
+    /// Takes `bytes` read from the pipe; the lease left that the newest whole record gives.
+    fn take(&mut self, bytes: &[u8]) -> Option<Duration> {
+        self.partial.extend_from_slice(bytes);
+        let whole = self.partial.len() / 4 * 4;
+        let newest = self.partial[..whole]
+            .chunks_exact(4)
+            .last()
+            .map(|r| Duration::from_millis(u32::from_ne_bytes([r[0], r[1], r[2], r[3]]).into()));
+        self.partial.drain(..whole);
+        newest
+    }
+
+    /// Reads every heartbeat waiting on the non-blocking pipe: the newest one's lease left,
+    /// and whether the pipe is at end of file.
+    fn drain(&mut self, fd: &OwnedFd) -> (Option<Duration>, bool) {
+        let mut buf = [0u8; 256];
+        let mut newest = None;
+        loop {
+            match nix::unistd::read(fd, &mut buf) {
+                Ok(0) => return (newest, true),
+                Ok(n) => newest = self.take(&buf[..n]).or(newest),
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(nix::errno::Errno::EAGAIN) => return (newest, false),
+                Err(_) => return (newest, true),
+            }
         }
     }
 }
@@ -301,7 +333,8 @@ pub fn main(args: &[OsString]) -> i32 {
         eprintln!("aerie-node job-guard: cannot make the heartbeat pipe non-blocking: {e}");
     }
     let exited = pidfd_open(pid);
-    let mut last = Instant::now();
+    let (mut last, mut lease) = (Instant::now(), a.lease);
+    let mut beats = Heartbeats::default();
     loop {
         match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) | Err(nix::errno::Errno::EINTR) => {}
@@ -309,12 +342,12 @@ pub fn main(args: &[OsString]) -> i32 {
             Ok(_) => {}
             Err(_) => return CANNOT_START,
         }
-        let (beat, eof) = drain(&heartbeat);
+        let (beat, eof) = beats.drain(&heartbeat);
         let now = Instant::now();
-        if beat {
-            last = now;
+        if let Some(left) = beat {
+            (last, lease) = (now, left);
         }
-        let wait = match decide(last, now, eof, a.lease) {
+        let wait = match decide(last, now, eof, lease) {
             Verdict::Kill(_) => {
                 // The job's whole process group, this guard with it.
                 // SAFETY: plain system call.
@@ -384,6 +417,23 @@ mod tests {
             decide(t0, t0, true, LEASE),
             Verdict::Kill(KillReason::NodeGone)
         );
+    }
+
+    #[test]
+    fn heartbeats_are_read_whole_and_the_newest_counts() {
+        let mut h = Heartbeats::default();
+        let a = heartbeat_record(Duration::from_millis(5000));
+        let b = heartbeat_record(Duration::from_millis(4000));
+        assert_eq!(h.take(&[]), None);
+        // A record split across two reads counts once whole.
+        assert_eq!(h.take(&a[..3]), None);
+        let mut rest = a[3..].to_vec();
+        rest.extend_from_slice(&b);
+        assert_eq!(h.take(&rest), Some(Duration::from_millis(4000)));
+        assert!(h.partial.is_empty());
+        // A lease left beyond u32 milliseconds is the most the record holds.
+        let huge = heartbeat_record(Duration::from_secs(u64::MAX / 2));
+        assert_eq!(u32::from_ne_bytes(huge), u32::MAX);
     }
 
     #[test]

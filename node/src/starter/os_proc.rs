@@ -437,12 +437,13 @@ impl JobProcess {
         self.signal(Signal::SIGKILL, Some(false))
     }
 
-    /// Tells the job's guard the node is alive, renewing its job lease (a no-op for a job
-    /// without a guard, or whose guard is gone). Never blocks: a full pipe (the guard is
-    /// stopped with the job) already holds heartbeats it reads when it continues.
-    pub fn heartbeat(&self) {
+    /// Tells the job's guard the node is alive and that `lease_left` of its job lease is
+    /// left (a no-op for a job without a guard, or whose guard is gone). Never blocks: a full
+    /// pipe (the guard is stopped with the job) already holds heartbeats it reads when it
+    /// continues.
+    pub fn heartbeat(&self, lease_left: Duration) {
         if let Some(fd) = &self.heartbeat {
-            let _ = nix::unistd::write(fd.as_fd(), &[1]);
+            let _ = nix::unistd::write(fd.as_fd(), &super::guard::heartbeat_record(lease_left));
         }
     }
 
