@@ -58,6 +58,15 @@ impl JobEntry {
         self.running.process().heartbeat(left);
     }
 
+    /// Whether the job's guard killed it because the claim's lease passed (the node killed
+    /// it not, it died of SIGKILL, and at `now` no lease is left): an eviction, not an exit.
+    fn killed_by_its_guard(&self, report: &ExitReport, now: Instant) -> bool {
+        let last = *self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
+        self.running.process().guarded()
+            && !self.hard_killed.load(Ordering::SeqCst)
+            && lease_kill(report.outcome, last + self.lease, now)
+    }
+
     /// The access point renewed the claim at `at`.
     pub fn renewed(&self, at: Instant) {
         let mut last = self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
@@ -105,6 +114,13 @@ impl JobEntry {
             && at.is_some_and(|t| now >= t)
             && self.running.process().try_exit().is_none()
     }
+}
+
+/// Whether a guarded job that the node did not kill ended as its guard ends it when the
+/// claim's lease passes (at `lease_end`): by SIGKILL, at or after `lease_end`.
+fn lease_kill(outcome: ExitOutcome, lease_end: Instant, now: Instant) -> bool {
+    matches!(outcome, ExitOutcome::Signaled { signal, .. } if signal == libc::SIGKILL)
+        && now >= lease_end
 }
 
 fn event(req: &xpb::ActivateRequest, ev: Ev) -> xpb::JobEventRequest {
@@ -290,7 +306,13 @@ impl Node {
     /// and removes its sandbox.
     async fn watch(self: Arc<Self>, entry: Arc<JobEntry>) {
         let report = entry.running.process().wait().await;
-        let end = self.with_mgr(|m| m.job_exited(&entry.slot, &entry.claim_id, unix_now()));
+        let mut end = self.with_mgr(|m| m.job_exited(&entry.slot, &entry.claim_id, unix_now()));
+        if entry.killed_by_its_guard(&report, Instant::now()) {
+            // The policy evicts the claim at its next evaluation; the job is gone already.
+            end = JobEnd::Evicted(
+                super::slots::eviction_reason(crate::policy::Cause::LeaseExpired).into(),
+            );
+        }
         self.jobs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -444,5 +466,32 @@ async fn send_once(addr: &str, ev: xpb::JobEventRequest) -> Result<(), String> {
             "the access point refused the event: {}",
             reply.error
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sigkill_once_the_claim_lease_passed_is_the_guard_s_eviction() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(6);
+        let kill = ExitOutcome::Signaled {
+            signal: libc::SIGKILL,
+            core_dumped: false,
+        };
+        assert!(lease_kill(kill, end, end));
+        assert!(lease_kill(kill, end, end + Duration::from_secs(1)));
+        // Before the lease passed, a SIGKILL came from elsewhere (the job's own, the OOM
+        // killer): the job's exit.
+        assert!(!lease_kill(kill, end, t0));
+        // Any other end is the job's own.
+        let term = ExitOutcome::Signaled {
+            signal: libc::SIGTERM,
+            core_dumped: false,
+        };
+        assert!(!lease_kill(term, end, end));
+        assert!(!lease_kill(ExitOutcome::Exited(0), end, end));
     }
 }
