@@ -5,6 +5,14 @@ use clap::Parser;
 /// The `aerie-node` command line: parses the arguments, runs the subcommand and returns the
 /// process exit code (shared by the binary and the integration tests' copy of it).
 pub fn cli_main() -> i32 {
+    // The job guard runs in the job's place, its stderr the job's: no logging, no clap.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == crate::starter::guard::SUBCOMMAND)
+    {
+        return crate::starter::guard::main(&args[2..]);
+    }
     let cli = Cli::parse();
     aerie_log::init("aerie_node", cli.log_format);
     let setup = match &cli.command {

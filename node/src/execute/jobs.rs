@@ -9,7 +9,8 @@ use super::run::{unix_now, Node};
 use super::slots::JobEnd;
 use crate::starter::cpu_load::LoadMeter;
 use crate::starter::{
-    self, ExitOutcome, ExitReport, JobDescription, JobProcess, StartError, Starter, StarterConfig,
+    self, ExitOutcome, ExitReport, JobDescription, JobGuard, JobProcess, StartError, Starter,
+    StarterConfig,
 };
 use aerie_proto::execute::{self as xpb, job_event_request::Event as Ev};
 use std::collections::HashMap;
@@ -17,6 +18,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// How often the node renews the job lease of its jobs' guards
+/// ([`crate::starter::guard`]).
+pub const GUARD_HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// How long a job event is retried before it is given up (the access point is gone).
 const EVENT_RETRY_FOR: Duration = Duration::from_secs(3600);
@@ -32,6 +37,10 @@ pub struct JobEntry {
     /// CLUSTER.PROC.
     pub job: String,
     running: starter::RunningJob,
+    /// The claim's lease, which the job's guard keeps too.
+    lease: Duration,
+    /// When the access point last renewed the claim (activation or keep-alive).
+    last_alive: Mutex<Instant>,
     hard_kill_at: Mutex<Option<Instant>>,
     hard_killed: AtomicBool,
     events: JobEvents,
@@ -39,6 +48,31 @@ pub struct JobEntry {
 }
 
 impl JobEntry {
+    /// Tells the job's guard how much of the claim's lease is left at `now`: the guard kills
+    /// the job when that much time passes without another heartbeat, so no later than the
+    /// access point, which counts its lease from a later instant (the keep-alive's answer),
+    /// gives the claim up.
+    pub fn heartbeat(&self, now: Instant) {
+        let last = *self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
+        let left = (last + self.lease).saturating_duration_since(now);
+        self.running.process().heartbeat(left);
+    }
+
+    /// Whether the job's guard killed it because the claim's lease passed (the node killed
+    /// it not, it died of SIGKILL, and at `now` no lease is left): an eviction, not an exit.
+    fn killed_by_its_guard(&self, report: &ExitReport, now: Instant) -> bool {
+        let last = *self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
+        self.running.process().guarded()
+            && !self.hard_killed.load(Ordering::SeqCst)
+            && lease_kill(report.outcome, last + self.lease, now)
+    }
+
+    /// The access point renewed the claim at `at`.
+    pub fn renewed(&self, at: Instant) {
+        let mut last = self.last_alive.lock().unwrap_or_else(|p| p.into_inner());
+        *last = (*last).max(at);
+    }
+
     /// The job's CPU load now (its process group's CPU time in `cpu_by_group`, averaged over
     /// a minute: [`LoadMeter`]), sampled at `at` seconds since the node started; `None` once
     /// no process of the job is left.
@@ -82,6 +116,13 @@ impl JobEntry {
     }
 }
 
+/// Whether a guarded job that the node did not kill ended as its guard ends it when the
+/// claim's lease passes (at `lease_end`): by SIGKILL, at or after `lease_end`.
+fn lease_kill(outcome: ExitOutcome, lease_end: Instant, now: Instant) -> bool {
+    matches!(outcome, ExitOutcome::Signaled { signal, .. } if signal == libc::SIGKILL)
+        && now >= lease_end
+}
+
 fn event(req: &xpb::ActivateRequest, ev: Ev) -> xpb::JobEventRequest {
     xpb::JobEventRequest {
         job: req.job.clone(),
@@ -110,6 +151,34 @@ fn usage(r: &ExitReport) -> xpb::Usage {
 }
 
 impl Node {
+    /// Sends every running job's guard the claim lease left at `now` ([`JobEntry::heartbeat`]).
+    pub fn heartbeat_jobs(&self, now: Instant) {
+        let jobs: Vec<Arc<JobEntry>> = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for j in jobs {
+            j.heartbeat(now);
+        }
+    }
+
+    /// A keep-alive renewed claim `claim_id` at `at`: its job's guard hears of it with the
+    /// next heartbeat.
+    pub fn claim_renewed(&self, claim_id: &str, at: Instant) {
+        let job = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(claim_id)
+            .cloned();
+        if let Some(j) = job {
+            j.renewed(at);
+        }
+    }
+
     /// `Execute.ActivateClaim`: the policy takes the job, then the starter runs it. A job that
     /// cannot start is answered with its hold reason and reported as `StartFailed`.
     pub async fn activate(self: &Arc<Self>, req: xpb::ActivateRequest) -> xpb::ActivateReply {
@@ -139,7 +208,14 @@ impl Node {
             req.job.clone(),
             self.events_in_flight.clone(),
         );
-        match self.start(&req, &ad) {
+        let activated = Instant::now();
+        // The guard's job lease is the claim's: past it without a keep-alive the node
+        // evicts the job itself, and the access point runs it elsewhere.
+        let lease = self
+            .with_mgr(|m| m.claim_lease(&req.slot, &req.claim_id))
+            .map_or(1, |(length, _)| length.max(1));
+        let lease = Duration::from_secs(lease as u64);
+        match self.start(&req, &ad, lease) {
             Ok(running) => {
                 let pid = running.process().pid();
                 tracing::info!(slot = %req.slot, job = %req.job, claim = %req.claim_id, pid, "job started");
@@ -150,6 +226,8 @@ impl Node {
                     claim_id: req.claim_id.clone(),
                     job: req.job.clone(),
                     running,
+                    lease,
+                    last_alive: Mutex::new(activated),
                     hard_kill_at: Mutex::new(None),
                     hard_killed: AtomicBool::new(false),
                     load: Mutex::new(LoadMeter::default()),
@@ -196,12 +274,18 @@ impl Node {
         &self,
         req: &xpb::ActivateRequest,
         ad: &classad::ClassAd,
+        lease: Duration,
     ) -> Result<starter::RunningJob, StartError> {
         let desc = JobDescription::from_ad(ad)?;
         let starter = Starter::new(StarterConfig {
             execute_dir: self.starter.execute_dir.clone(),
             run_as: self.starter.run_as(&req.slot),
             limits: self.starter.limits.clone(),
+            job_guard: self
+                .starter
+                .job_guard
+                .clone()
+                .map(|program| JobGuard { program, lease }),
         });
         let local = req.slot.split('@').next().unwrap_or("slot");
         let n = self.seq.fetch_add(1, Ordering::SeqCst);
@@ -222,7 +306,13 @@ impl Node {
     /// and removes its sandbox.
     async fn watch(self: Arc<Self>, entry: Arc<JobEntry>) {
         let report = entry.running.process().wait().await;
-        let end = self.with_mgr(|m| m.job_exited(&entry.slot, &entry.claim_id, unix_now()));
+        let mut end = self.with_mgr(|m| m.job_exited(&entry.slot, &entry.claim_id, unix_now()));
+        if entry.killed_by_its_guard(&report, Instant::now()) {
+            // The policy evicts the claim at its next evaluation; the job is gone already.
+            end = JobEnd::Evicted(
+                super::slots::eviction_reason(crate::policy::Cause::LeaseExpired).into(),
+            );
+        }
         self.jobs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -376,5 +466,32 @@ async fn send_once(addr: &str, ev: xpb::JobEventRequest) -> Result<(), String> {
             "the access point refused the event: {}",
             reply.error
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sigkill_once_the_claim_lease_passed_is_the_guard_s_eviction() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(6);
+        let kill = ExitOutcome::Signaled {
+            signal: libc::SIGKILL,
+            core_dumped: false,
+        };
+        assert!(lease_kill(kill, end, end));
+        assert!(lease_kill(kill, end, end + Duration::from_secs(1)));
+        // Before the lease passed, a SIGKILL came from elsewhere (the job's own, the OOM
+        // killer): the job's exit.
+        assert!(!lease_kill(kill, end, t0));
+        // Any other end is the job's own.
+        let term = ExitOutcome::Signaled {
+            signal: libc::SIGTERM,
+            core_dumped: false,
+        };
+        assert!(!lease_kill(term, end, end));
+        assert!(!lease_kill(ExitOutcome::Exited(0), end, end));
     }
 }

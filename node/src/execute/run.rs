@@ -45,6 +45,9 @@ pub struct StarterSetup {
     pub limits: LimitMethod,
     /// The configuration (`STARTER_ALLOW_RUNAS_OWNER`, `SLOT<N>_USER`).
     pub config: Config,
+    /// The program that runs the job guard (`aerie-node job-guard`, [`crate::starter::guard`]);
+    /// `None` runs jobs unguarded.
+    pub job_guard: Option<PathBuf>,
 }
 
 impl StarterSetup {
@@ -433,6 +436,8 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         execute_dir: execute_dir.clone(),
         limits: limits.clone(),
         config: cfg.clone(),
+        // This very binary, whatever became of its file since it started.
+        job_guard: Some(PathBuf::from("/proc/self/exe")),
     };
     let mut node = Node::new(mgr, starter, args.dump_ads.clone());
     node.persist_terms_in(args.state_dir.clone())?;
@@ -482,6 +487,17 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
             }
         })
     };
+    let heartbeats = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let mut iv = tokio::time::interval(super::jobs::GUARD_HEARTBEAT);
+            iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                iv.tick().await;
+                node.heartbeat_jobs(Instant::now());
+            }
+        })
+    };
 
     let result = tokio::select! {
         _ = crate::simulate::wait_for_signal() => Ok(()),
@@ -496,6 +512,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopping: invalidating the ads");
     ticker.abort();
+    heartbeats.abort();
     node.kill_all();
     if let Some(a) = advertiser {
         a.abort();

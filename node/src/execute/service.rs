@@ -91,9 +91,13 @@ impl execute_server::Execute for ExecuteService {
         request: Request<xpb::KeepAliveRequest>,
     ) -> Result<Response<xpb::KeepAliveReply>, Status> {
         let req = request.into_inner();
+        let at = std::time::Instant::now();
         let r = self
             .node
             .with_mgr(|m| m.keep_alive(&req.slot, &req.claim_id, unix_now()));
+        if r.is_ok() {
+            self.node.claim_renewed(&req.claim_id, at);
+        }
         Ok(Response::new(match r {
             Ok(lease) => xpb::KeepAliveReply {
                 ok: true,

@@ -915,6 +915,16 @@ impl SlotManager {
         }
     }
 
+    /// The claim's lease on `name`: its length and when it passes (Unix seconds); `None`
+    /// when the slot has no such claim.
+    pub fn claim_lease(&self, name: &str, claim_id: &str) -> Option<(i64, i64)> {
+        self.states
+            .get(name)
+            .and_then(|s| s.claim.as_ref())
+            .filter(|c| c.id == claim_id)
+            .map(|c| (c.lease_duration, c.lease_expires_at))
+    }
+
     /// A keep-alive (`Execute.KeepAlive`): renews the claim's lease; gives its length.
     pub fn keep_alive(&mut self, name: &str, claim_id: &str, now: i64) -> Result<i64, String> {
         self.check_claim(name, claim_id)?;

@@ -5,10 +5,27 @@
 //! [`super::job::signature`]) until `CLAIM_WORKLIFE` has passed since it was claimed, as
 //! HTCondor's schedd reuses a match (src/condor_schedd.V6/schedd.cpp, `Scheduler::FindRunnableJob`
 //! and `claimWorklife`).
+//!
+//! A claim whose keep-alives stop reaching its startd is given up only once its job's lease
+//! (`JobLeaseDuration`) has passed since the startd was last heard ([`Claims::may_give_up`]):
+//! until then the job may still run there (the startd evicts it when the lease passes, and
+//! the node's job guard kills it if the node is gone), so running it elsewhere earlier would
+//! run it twice at once. This is HTCondor's job lease: the shadow tries to reconnect to the
+//! starter for the lease's length before the schedd gives the job up and claims another
+//! resource (src/condor_shadow.V6.1/remoteresource.cpp, `RemoteResource::reconnect`;
+//! src/condor_schedd.V6/schedd.cpp; the manual's "Job Leases").
 use super::deferral;
 use super::job::{self, JobId, Status};
 use super::queue::Queue;
 use std::collections::{HashMap, HashSet};
+
+/// The job's lease in seconds: its `JobLeaseDuration` when positive, else `default_lease`.
+pub fn job_lease(ad: &classad::ClassAd, default_lease: i64) -> i64 {
+    match job::get_int(ad, "JobLeaseDuration", 0) {
+        d if d > 0 => d,
+        _ => default_lease,
+    }
+}
 
 /// One claimed slot.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +46,8 @@ pub struct Claim {
     pub job: Option<JobId>,
     /// Keep-alives in a row that did not reach its startd.
     pub missed_alives: u32,
+    /// When its startd was last heard (claimed, or a keep-alive answered; Unix seconds).
+    pub last_heard: i64,
 }
 
 /// Every claim and grant in flight.
@@ -190,12 +209,13 @@ impl Claims {
         }
     }
 
-    /// A keep-alive did (`reached`) or did not reach the claim's startd; returns how many in
-    /// a row did not.
-    pub fn alive(&mut self, claim_id: &str, reached: bool) -> u32 {
+    /// A keep-alive did (`reached`) or did not reach the claim's startd at `now`; returns how
+    /// many in a row did not.
+    pub fn alive(&mut self, claim_id: &str, reached: bool, now: i64) -> u32 {
         match self.claims.get_mut(claim_id) {
             Some(c) if reached => {
                 c.missed_alives = 0;
+                c.last_heard = c.last_heard.max(now);
                 0
             }
             Some(c) => {
@@ -204,6 +224,33 @@ impl Claims {
             }
             None => 0,
         }
+    }
+
+    /// Whether the claim, whose startd no longer answers, may be given up at `now` (its job
+    /// idle again): once `max_missed` keep-alives in a row failed, and, when a job is bound to
+    /// it, once the job's lease has passed since the startd was last heard. The lease is the
+    /// job's `JobLeaseDuration` when positive, else `default_lease` (the startd's own lease
+    /// for a claim without one). Times are whole seconds, `last_heard` rounded down, so the
+    /// lease counts as passed only a second later: the node's job guard, which counts it
+    /// from when the node got the keep-alive, has killed the job by then.
+    pub fn may_give_up(
+        &self,
+        claim_id: &str,
+        queue: &Queue,
+        now: i64,
+        max_missed: u32,
+        default_lease: i64,
+    ) -> bool {
+        let Some(c) = self.claims.get(claim_id) else {
+            return true;
+        };
+        if c.missed_alives < max_missed {
+            return false;
+        }
+        let Some(ad) = c.job.and_then(|j| queue.get(j)) else {
+            return true;
+        };
+        now > c.last_heard.saturating_add(job_lease(ad, default_lease))
     }
 
     /// Forgets the claim (released or lost); returns it, its job unbound.
@@ -306,6 +353,7 @@ mod tests {
             since,
             job: Some(job),
             missed_alives: 0,
+            last_heard: since,
         }
     }
 
@@ -394,6 +442,47 @@ mod tests {
     }
 
     #[test]
+    fn an_unreachable_claim_is_given_up_only_once_its_job_lease_has_passed() {
+        let q = queue(&[(1, "JobLeaseDuration = 60"), (1, "")]);
+        let mut c = Claims::default();
+        let leased = c.begin_grant(1, "1.0", &q, 100).unwrap();
+        c.add(claim(&q, leased, 100));
+        // Heard at 110; then three keep-alives fail at 111, 112, 113.
+        assert_eq!(c.alive("c1", true, 110), 0);
+        for t in 111..=113 {
+            c.alive("c1", false, t);
+        }
+        // The startd (or the job's guard) may still run the job until 110 + 60 (and a
+        // second for the rounding).
+        assert!(!c.may_give_up("c1", &q, 113, 3, 3));
+        assert!(!c.may_give_up("c1", &q, 170, 3, 3));
+        assert!(c.may_give_up("c1", &q, 171, 3, 3));
+        // A keep-alive that gets through renews it all.
+        c.alive("c1", true, 170);
+        assert!(!c.may_give_up("c1", &q, 500, 3, 3));
+
+        // No JobLeaseDuration: the default lease, counted from the last time heard.
+        let mut c = Claims::default();
+        let plain = c.begin_grant(1, "2.0", &q, 100).unwrap();
+        c.add(claim(&q, plain, 100));
+        for t in 101..=103 {
+            c.alive("c1", false, t);
+        }
+        assert!(!c.may_give_up("c1", &q, 105, 3, 5));
+        assert!(c.may_give_up("c1", &q, 106, 3, 5));
+        // Too few missed keep-alives: kept, whatever the time.
+        let mut c = Claims::default();
+        c.add(claim(&q, plain, 100));
+        c.alive("c1", false, 101);
+        assert!(!c.may_give_up("c1", &q, 10_000, 3, 5));
+        // A claim without a job has no job to run twice.
+        c.unbind("c1");
+        c.alive("c1", false, 102);
+        c.alive("c1", false, 103);
+        assert!(c.may_give_up("c1", &q, 103, 3, 5));
+    }
+
+    #[test]
     fn a_claim_takes_the_next_job_of_its_autocluster_within_its_worklife() {
         let mut q = queue(&[(1, ""), (2, ""), (1, "JobPrio = 3"), (1, "")]);
         let mut c = Claims::default();
@@ -413,8 +502,8 @@ mod tests {
         // Past CLAIM_WORKLIFE: released instead.
         assert_eq!(c.next_job("c1", &q, 1300, 1200), None);
         assert_eq!(c.next_job("c1", &q, 1300, -1), Some(JobId::new(3, 0)));
-        assert_eq!((c.alive("c1", false), c.alive("c1", false)), (1, 2));
-        assert_eq!((c.alive("c1", true), c.alive("c1", false)), (0, 1));
+        assert_eq!((c.alive("c1", false, 0), c.alive("c1", false, 0)), (1, 2));
+        assert_eq!((c.alive("c1", true, 0), c.alive("c1", false, 0)), (0, 1));
         assert!(c.remove("c1").is_some());
         assert!(c.is_empty());
     }

@@ -104,15 +104,17 @@ impl Schedd {
         let now = now_secs();
         let requeue = inner.queue.requeue_after_restart(now);
         if !requeue.is_empty() {
-            // Their old claims may still run them until the claims' leases pass (no more
+            // Their old claims may still run them until the jobs' leases pass (no more
             // keep-alives come): they are matched again only after that.
             let lease = settings.alive_interval * super::shadow::MAX_MISSED_ALIVES;
-            let ids = requeue.iter().filter_map(|c| match c {
-                Change::Put(id, _) => Some(*id),
-                _ => None,
-            });
-            inner.claims.hold_back(ids, now + lease.as_secs() as i64);
-            tracing::info!(jobs = requeue.len(), lease_s = lease.as_secs(), "jobs that were running are idle again after the restart, matched once their old claims' leases pass");
+            let default_lease = lease.as_secs() as i64;
+            for c in &requeue {
+                if let Change::Put(id, ad) = c {
+                    let until = now.saturating_add(super::claims::job_lease(ad, default_lease));
+                    inner.claims.hold_back([*id], until);
+                }
+            }
+            tracing::info!(jobs = requeue.len(), default_lease_s = default_lease, "jobs that were running are idle again after the restart, matched once their leases (JobLeaseDuration) pass");
         }
         inner.commit(&requeue)?;
         // Every crontab schedule is recomputed on a restart, as HTCondor's schedd does.

@@ -24,7 +24,8 @@ use std::time::Duration;
 use tonic::transport::Channel;
 
 /// Keep-alives in a row that may fail to reach a startd before its claim is given up (its
-/// job idle again): by then the startd's lease has passed too.
+/// job idle again); a claim with a job also waits out the job's lease
+/// ([`super::claims::Claims::may_give_up`]), by when the startd's lease has passed too.
 pub const MAX_MISSED_ALIVES: u32 = 3;
 
 /// Deadline of an ordinary call to an execute node.
@@ -273,6 +274,7 @@ impl Schedd {
             since: now_secs(),
             job: Some(id),
             missed_alives: 0,
+            last_heard: now_secs(),
         };
         let claim_id = claim.claim_id.clone();
         {
@@ -628,9 +630,16 @@ impl Schedd {
         }
     }
 
-    /// Renews every claim once; a claim its startd no longer knows, or that
-    /// [`MAX_MISSED_ALIVES`] keep-alives in a row did not reach, is dropped (its job idle
-    /// again).
+    /// The lease of a claim whose job has no `JobLeaseDuration`: [`MAX_MISSED_ALIVES`]
+    /// keep-alive intervals, in seconds.
+    pub fn alive_lease(&self) -> i64 {
+        (self.settings.alive_interval * MAX_MISSED_ALIVES).as_secs() as i64
+    }
+
+    /// Renews every claim once; a claim its startd no longer knows is dropped (its job idle
+    /// again), and so is one that [`MAX_MISSED_ALIVES`] keep-alives in a row did not reach
+    /// once its job's lease has passed since the startd was last heard
+    /// ([`super::claims::Claims::may_give_up`]).
     pub async fn keep_alive_once(self: &Arc<Self>) {
         let claims: Vec<Claim> = self.lock().claims.all().cloned().collect();
         for c in claims {
@@ -645,16 +654,28 @@ impl Schedd {
             .await;
             match r {
                 Ok(r) if r.ok => {
-                    self.lock().claims.alive(&c.claim_id, true);
+                    self.lock().claims.alive(&c.claim_id, true, now_secs());
                 }
                 Ok(r) => {
                     tracing::warn!(slot = %c.slot, error = %r.error, "claim lost");
                     self.drop_claim(&c.claim_id).await;
                 }
                 Err(e) => {
-                    let missed = self.lock().claims.alive(&c.claim_id, false);
-                    if missed >= MAX_MISSED_ALIVES {
-                        tracing::warn!(slot = %c.slot, error = %e, missed, "startd unreachable; the claim is given up");
+                    let (give_up, missed) = {
+                        let mut st = self.lock();
+                        let now = now_secs();
+                        let missed = st.claims.alive(&c.claim_id, false, now);
+                        let give_up = st.claims.may_give_up(
+                            &c.claim_id,
+                            &st.queue,
+                            now,
+                            MAX_MISSED_ALIVES,
+                            self.alive_lease(),
+                        );
+                        (give_up, missed)
+                    };
+                    if give_up {
+                        tracing::warn!(slot = %c.slot, error = %e, missed, "startd unreachable and the job lease passed; the claim is given up");
                         self.drop_claim(&c.claim_id).await;
                     } else {
                         tracing::warn!(slot = %c.slot, error = %e, missed, "keep-alive failed; trying again next interval");

@@ -8,9 +8,10 @@
 //!    writes the files the access point sends ([`PreparedJob::put_executable`],
 //!    [`PreparedJob::put_input`]).
 //! 2. [`PreparedJob::start`] checks the executable and the standard files, sets up the limits
-//!    ([`limits`]) and starts the process ([`os_proc`]), giving a [`RunningJob`]: suspend,
-//!    continue, soft and hard kill (the caller decides when, from the policy and its clock),
-//!    and wait for the [`ExitReport`].
+//!    ([`limits`]) and starts the process ([`os_proc`]), under a [`guard`] that kills it
+//!    when the node is gone, giving a [`RunningJob`]: suspend, continue, soft and hard kill
+//!    (the caller decides when, from the policy and its clock), heartbeats to the guard, and
+//!    wait for the [`ExitReport`].
 //! 3. After the exit, [`RunningJob::collect_outputs`] gives the output files to send back, and
 //!    [`RunningJob::remove_sandbox`] cleans up.
 //!
@@ -23,6 +24,7 @@ pub mod arglist;
 pub mod cpu_load;
 pub mod environ;
 pub mod error;
+pub mod guard;
 pub mod job;
 pub mod limits;
 pub mod os_proc;
@@ -30,6 +32,7 @@ pub mod sandbox;
 
 pub use account::{Account, RunAs, RunAsPolicy};
 pub use error::{OutputError, StartError};
+pub use guard::JobGuard;
 pub use job::JobDescription;
 pub use limits::{JobLimits, LimitMethod};
 pub use os_proc::{ExitOutcome, ExitReport, JobProcess};
@@ -55,6 +58,9 @@ pub struct StarterConfig {
     pub run_as: RunAsPolicy,
     /// cgroup v2 or rlimits ([`LimitMethod::detect`]).
     pub limits: LimitMethod,
+    /// Run each job under a [`guard`] that kills it when the node is gone; `None` starts the
+    /// job itself (nothing then ends it if the node dies without a cgroup).
+    pub job_guard: Option<JobGuard>,
 }
 
 /// Starts jobs on this node.
@@ -71,6 +77,7 @@ pub struct PreparedJob {
     job: JobDescription,
     run_as: RunAs,
     limits: LimitMethod,
+    job_guard: Option<JobGuard>,
     sandbox: Sandbox,
 }
 
@@ -114,6 +121,7 @@ impl Starter {
             job,
             run_as,
             limits: self.config.limits.clone(),
+            job_guard: self.config.job_guard.clone(),
             sandbox,
         })
     }
@@ -294,6 +302,7 @@ impl PreparedJob {
             },
             cgroup,
             limit_method,
+            guard: self.job_guard.clone(),
         };
         let process = os_proc::spawn(launch, self.job.kill_sig)?;
         Ok(RunningJob {

@@ -11,17 +11,27 @@
 //! of its group (and cgroup) as HTCondor's starter kills the job's process family, then reaps
 //! it with `wait4` to get its CPU times and peak resident size; it reaps under the lock the
 //! signalling methods take, so no signal can reach a recycled process id.
+//!
+//! Under a [`super::guard`] the process exec'd after those steps is the guard (as the job's
+//! account, leader of the job's session and group), which starts the job in the same group:
+//! the signals to the group reach the job, the guard's exit is the job's, and `wait4`'s usage
+//! of the guard includes the job it waited for (the peak resident size is the larger of the
+//! two). The node keeps the heartbeat pipe's write end ([`JobProcess::heartbeat`]); the guard
+//! reports a job it could not exec on a status pipe, read before `spawn` returns, so such a
+//! job fails to start with its `errno` as before.
 
 use super::account::{Account, RunAs};
 use super::error::StartError;
+use super::guard::{GuardArgs, JobGuard};
 use super::limits::{JobCgroup, LimitMethod};
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{killpg, Signal};
-use nix::unistd::{setgid, setgroups, setsid, setuid, Gid, Pid, Uid};
+use nix::unistd::{pipe2, setgid, setgroups, setsid, setuid, Gid, Pid, Uid};
 use std::ffi::OsString;
 use std::fs::File;
-use std::io;
-use std::os::fd::AsRawFd;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -72,6 +82,8 @@ pub(crate) struct Launch {
     pub cgroup: Option<JobCgroup>,
     pub limit_method: LimitMethod,
     pub rlimit_as: Option<u64>,
+    /// Started under a [`super::guard`] (the process is then the guard's).
+    pub guard: Option<JobGuard>,
 }
 
 /// Whether the job's process has been reaped (its pid may then be reused).
@@ -87,6 +99,9 @@ pub struct JobProcess {
     limit_method: LimitMethod,
     state: Arc<Mutex<ProcState>>,
     exit: watch::Receiver<Option<ExitReport>>,
+    /// The write end of the guard's heartbeat pipe (non-blocking); closing it tells the
+    /// guard the node is gone.
+    heartbeat: Option<OwnedFd>,
 }
 
 fn rusage_time(t: libc::timeval) -> Duration {
@@ -113,6 +128,54 @@ fn spawn_error(exe: &Path, e: io::Error) -> StartError {
     }
 }
 
+/// The pipes between the node and a job's guard, all close-on-exec in the node: the
+/// heartbeat pipe (the guard reads) and the status pipe (the guard writes the `errno` of a job
+/// that could not be started). The guard's ends are made inheritable only in its own child
+/// between fork and exec, so no other child of the node holds the heartbeat's write end and
+/// the guard sees end of file when the node dies.
+struct GuardPipes {
+    heartbeat_read: OwnedFd,
+    heartbeat_write: OwnedFd,
+    status_read: OwnedFd,
+    status_write: OwnedFd,
+}
+
+impl GuardPipes {
+    fn new() -> Result<GuardPipes, StartError> {
+        let fail = |e: nix::errno::Errno| StartError::Spawn {
+            what: "make the job guard's pipes",
+            source: e.into(),
+        };
+        let (heartbeat_read, heartbeat_write) = pipe2(OFlag::O_CLOEXEC).map_err(fail)?;
+        let (status_read, status_write) = pipe2(OFlag::O_CLOEXEC).map_err(fail)?;
+        fcntl(&heartbeat_write, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).map_err(fail)?;
+        Ok(GuardPipes {
+            heartbeat_read,
+            heartbeat_write,
+            status_read,
+            status_write,
+        })
+    }
+
+    /// Closes the guard's ends in the node and waits until the guard has started the job:
+    /// `Some(errno)` when it could not.
+    fn job_start_error(self) -> (OwnedFd, Option<i32>) {
+        let GuardPipes {
+            heartbeat_read,
+            heartbeat_write,
+            status_read,
+            status_write,
+        } = self;
+        drop((heartbeat_read, status_write));
+        let mut bytes = Vec::new();
+        let _ = File::from(status_read).read_to_end(&mut bytes);
+        let errno = <[u8; 4]>::try_from(bytes.as_slice())
+            .ok()
+            .map(i32::from_ne_bytes);
+        (heartbeat_write, errno)
+    }
+}
+
 /// Starts the job's process. `kill_sig` is the job's `KillSig`.
 pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, StartError> {
     let Launch {
@@ -127,7 +190,32 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
         cgroup,
         limit_method,
         rlimit_as,
+        guard,
     } = launch;
+    let pipes = guard.as_ref().map(|_| GuardPipes::new()).transpose()?;
+    // Under a guard the job's address-space limit is set by the guard on the job alone.
+    let (program, argv, rlimit_as) = match (&guard, &pipes) {
+        (Some(g), Some(p)) => {
+            let a = GuardArgs {
+                heartbeat_fd: p.heartbeat_read.as_raw_fd(),
+                status_fd: p.status_write.as_raw_fd(),
+                lease: g.lease,
+                rlimit_as,
+                exe: exe.clone().into_os_string(),
+                args: args.iter().map(OsString::from).collect(),
+            };
+            (g.program.clone(), a.to_args(), None)
+        }
+        _ => (
+            exe.clone(),
+            args.iter().map(OsString::from).collect(),
+            rlimit_as,
+        ),
+    };
+    let inherited: Vec<i32> = pipes
+        .as_ref()
+        .map(|p| vec![p.heartbeat_read.as_raw_fd(), p.status_write.as_raw_fd()])
+        .unwrap_or_default();
     let procs_fd = cgroup.as_ref().map(|c| c.procs().as_raw_fd());
     let ids: Option<(Uid, Gid, Vec<Gid>)> = match &run_as {
         RunAs::User(Account {
@@ -140,8 +228,8 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
         RunAs::NodeAccount => None,
     };
     let io = |f: Option<File>| f.map(Stdio::from).unwrap_or_else(Stdio::null);
-    let mut cmd = Command::new(&exe);
-    cmd.args(&args)
+    let mut cmd = Command::new(&program);
+    cmd.args(&argv)
         .env_clear()
         .envs(env)
         .current_dir(&cwd)
@@ -149,8 +237,8 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
         .stdout(io(stdout))
         .stderr(io(stderr));
     // SAFETY: the closure runs in the forked child before exec and only makes system calls
-    // (setsid, write, setrlimit, setgroups, setgid, setuid) on values prepared before the
-    // fork; it allocates nothing and takes no lock.
+    // (setsid, write, setrlimit, setgroups, setgid, setuid, fcntl) on values prepared before
+    // the fork; it allocates nothing and takes no lock.
     unsafe {
         cmd.pre_exec(move || {
             setsid()?;
@@ -167,14 +255,33 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
                 setgid(*gid)?;
                 setuid(*uid)?;
             }
+            for fd in &inherited {
+                if libc::fcntl(*fd, libc::F_SETFD, 0) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| spawn_error(&exe, e))?;
+    let child = cmd.spawn().map_err(|e| match &guard {
+        None => spawn_error(&exe, e),
+        Some(_) => StartError::Spawn {
+            what: "set up the job's session, cgroup, limits and account, and exec its guard",
+            source: e,
+        },
+    })?;
     let started = Instant::now();
     let pid = Pid::from_raw(child.id() as i32);
     // The waiting thread reaps the child; std's handle is only dropped (it never waits).
     drop(child);
+    let heartbeat = match pipes.map(GuardPipes::job_start_error) {
+        Some((_, Some(errno))) => {
+            let _ = nix::sys::wait::waitpid(pid, None);
+            return Err(spawn_error(&exe, io::Error::from_raw_os_error(errno)));
+        }
+        Some((fd, None)) => Some(fd),
+        None => None,
+    };
     let state = Arc::new(Mutex::new(ProcState {
         reaped: false,
         suspended: false,
@@ -195,13 +302,15 @@ pub(crate) fn spawn(launch: Launch, kill_sig: Signal) -> Result<JobProcess, Star
             }
         })?;
     let (exe_shown, limits) = (exe.display(), limit_method.name());
-    tracing::info!(pid = pid.as_raw(), exe = %exe_shown, limits, "job started");
+    let guarded = heartbeat.is_some();
+    tracing::info!(pid = pid.as_raw(), exe = %exe_shown, limits, guarded, "job started");
     Ok(JobProcess {
         pid,
         kill_sig,
         limit_method,
         state,
         exit: rx,
+        heartbeat,
     })
 }
 
@@ -326,6 +435,21 @@ impl JobProcess {
     /// Kills the job's process group (SIGKILL).
     pub fn hard_kill(&self) -> io::Result<bool> {
         self.signal(Signal::SIGKILL, Some(false))
+    }
+
+    /// Tells the job's guard the node is alive and that `lease_left` of its job lease is
+    /// left (a no-op for a job without a guard, or whose guard is gone). Never blocks: a full
+    /// pipe (the guard is stopped with the job) already holds heartbeats it reads when it
+    /// continues.
+    pub fn heartbeat(&self, lease_left: Duration) {
+        if let Some(fd) = &self.heartbeat {
+            let _ = nix::unistd::write(fd.as_fd(), &super::guard::heartbeat_record(lease_left));
+        }
+    }
+
+    /// Whether the job runs under a guard.
+    pub fn guarded(&self) -> bool {
+        self.heartbeat.is_some()
     }
 
     /// The report, if the job has exited.

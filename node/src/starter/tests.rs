@@ -27,11 +27,28 @@ fn execute_dir() -> tempfile::TempDir {
     dir
 }
 
+/// The guard every job here runs under: the `aerie-node` binary cargo built beside this test
+/// binary (`target/debug/deps/..`), as the node runs its jobs.
+fn job_guard() -> Option<JobGuard> {
+    let exe = std::env::current_exe().unwrap();
+    let program = exe.parent().unwrap().parent().unwrap().join("aerie-node");
+    assert!(
+        program.exists(),
+        "{} is not built (cargo builds it for the integration tests)",
+        program.display()
+    );
+    Some(JobGuard {
+        program,
+        lease: Duration::from_secs(600),
+    })
+}
+
 fn starter_with(execute: &Path, run_as: RunAsPolicy) -> Starter {
     Starter::new(StarterConfig {
         execute_dir: execute.to_path_buf(),
         run_as,
         limits: LimitMethod::Rlimit,
+        job_guard: job_guard(),
     })
 }
 
@@ -489,6 +506,7 @@ async fn cgroup_setup_on_a_stand_in_directory() {
         limits: LimitMethod::CgroupV2 {
             base: base.path().to_path_buf(),
         },
+        job_guard: job_guard(),
     });
     let cg = base.path().join("job_cg");
     fs::create_dir(&cg).unwrap();
