@@ -56,8 +56,8 @@ pub enum JobState {
     },
 }
 
-/// One job in the access point's queue (one proc of HTCondor's job queue; each simulated
-/// job is its own cluster, proc 0).
+/// One job in the access point's queue (one proc of HTCondor's job queue; a cluster's procs
+/// share their queue time, memory request and limits, as one `queue N` does).
 #[derive(Clone, Debug)]
 pub struct Job {
     /// (`ClusterId`, `ProcId`).
@@ -74,6 +74,9 @@ pub struct Job {
     pub qdate: i64,
     /// Idle, being claimed or running.
     pub state: JobState,
+    /// The job's ad ([`AccessPoint::job_classad`]), made once at submit: its fields never
+    /// change.
+    pub ad: std::sync::Arc<ClassAd>,
 }
 
 /// What the access point needs to claim a slot for an accepted grant: taken from the job and
@@ -115,6 +118,20 @@ pub struct AccessPoint {
     counts: Vec<(u64, u64)>,
     limits: Vec<LimitShare>,
     rng: StdRng,
+    /// Procs per cluster ([`AccessPoint::with_cluster_size`]).
+    cluster_size: u64,
+    /// Each submitter's cluster still taking procs.
+    open: Vec<Option<OpenCluster>>,
+}
+
+/// A submitter's cluster that new jobs join until it holds `cluster_size` procs.
+#[derive(Clone, Debug)]
+struct OpenCluster {
+    id: u64,
+    next_proc: u64,
+    qdate: i64,
+    memory: f64,
+    limits: Option<String>,
 }
 
 impl AccessPoint {
@@ -152,7 +169,17 @@ impl AccessPoint {
             newest_term: 0,
             limits,
             rng: StdRng::seed_from_u64(seed ^ 0xacce55),
+            cluster_size: 1,
+            open: vec![None; users.len()],
         }
+    }
+
+    /// Jobs join their submitter's open cluster until it holds `n` procs (at least 1), as
+    /// users submit `queue N`: a real queue is a few large clusters, not one cluster per job,
+    /// and the access point's resource requests group jobs by cluster.
+    pub fn with_cluster_size(mut self, n: u64) -> Self {
+        self.cluster_size = n.max(1);
+        self
     }
 
     /// The submitters, in the order of the `users` given to [`AccessPoint::new`]; a
@@ -185,33 +212,52 @@ impl AccessPoint {
     }
 
     /// Queues one idle job for submitter `submitter` (an index into
-    /// [`submitters`](Self::submitters)), queued at `now` (Unix seconds). Its memory request
-    /// and concurrency limits are drawn from the seeded generator.
+    /// [`submitters`](Self::submitters)), queued at `now` (Unix seconds), in the submitter's
+    /// open cluster or a new one. A new cluster draws its memory request and concurrency
+    /// limits from the seeded generator; its procs share them and its queue time.
     pub fn add_job_for(&mut self, submitter: usize, now: i64) -> JobId {
-        let id = (self.next_cluster, 0);
-        self.next_cluster += 1;
-        let memory = [512.0, 1024.0, 1536.0, 2048.0][self.rng.gen_range(0..4)];
-        let mut limits = Vec::new();
-        for l in &self.limits {
-            if self.rng.gen_bool(l.fraction) {
-                limits.push(l.name.clone());
-            }
-        }
-        self.jobs.insert(
-            id,
-            Job {
-                id,
-                submitter,
-                request: Resources {
-                    cpus: 1.0,
+        let open = match self.open[submitter].take() {
+            Some(c) if c.next_proc < self.cluster_size => c,
+            _ => {
+                let id = self.next_cluster;
+                self.next_cluster += 1;
+                let memory = [512.0, 1024.0, 1536.0, 2048.0][self.rng.gen_range(0..4)];
+                let mut limits = Vec::new();
+                for l in &self.limits {
+                    if self.rng.gen_bool(l.fraction) {
+                        limits.push(l.name.clone());
+                    }
+                }
+                OpenCluster {
+                    id,
+                    next_proc: 0,
+                    qdate: now,
                     memory,
-                    disk: 1024.0,
-                },
-                limits: (!limits.is_empty()).then(|| limits.join(",")),
-                qdate: now,
-                state: JobState::Idle,
+                    limits: (!limits.is_empty()).then(|| limits.join(",")),
+                }
+            }
+        };
+        let id = (open.id, open.next_proc);
+        let (memory, limits, qdate) = (open.memory, open.limits.clone(), open.qdate);
+        self.open[submitter] = Some(OpenCluster {
+            next_proc: open.next_proc + 1,
+            ..open
+        });
+        let mut job = Job {
+            id,
+            submitter,
+            request: Resources {
+                cpus: 1.0,
+                memory,
+                disk: 1024.0,
             },
-        );
+            limits,
+            qdate,
+            state: JobState::Idle,
+            ad: Default::default(),
+        };
+        job.ad = std::sync::Arc::new(self.job_classad(&job));
+        self.jobs.insert(id, job);
         if let Some(c) = self.counts.get_mut(submitter) {
             c.0 += 1;
         }
@@ -224,6 +270,11 @@ impl AccessPoint {
     /// `Request*` attributes, `ConcurrencyLimits`, `Requirements` (Linux, and enough cpus,
     /// memory and disk) and `Rank = 0`.
     pub fn job_ad(&self, job: &Job) -> String {
+        job.ad.to_old_syntax()
+    }
+
+    /// The job's ad as [`job_ad`](Self::job_ad) prints it, made from its fields.
+    fn job_classad(&self, job: &Job) -> ClassAd {
         let s = &self.submitters[job.submitter];
         let mut ad = ClassAd::new();
         ad.insert_str("MyType", "Job");
@@ -259,7 +310,16 @@ impl AccessPoint {
             ad.insert_bool("Requirements", true);
         }
         ad.insert_int("Rank", 0);
-        ad.to_old_syntax()
+        ad
+    }
+
+    /// The ads of every idle job, parsed (what resource requests group).
+    pub fn idle_job_classads(&self) -> Vec<std::sync::Arc<ClassAd>> {
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Idle)
+            .map(|j| j.ad.clone())
+            .collect()
     }
 
     /// The ads of every idle job (what GetRequests returns).
@@ -371,6 +431,32 @@ mod tests {
         let users: Vec<String> = ["alice", "bob", "carol"].map(String::from).to_vec();
         let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
         AccessPoint::new(&users, &groups, "pool.example", vec![], 1)
+    }
+
+    #[test]
+    fn jobs_fill_their_submitters_clusters_with_one_qdate_and_request() {
+        let users = vec!["a".to_string(), "b".to_string()];
+        let mut ap = AccessPoint::new(&users, &[], "pool.example", vec![], 1).with_cluster_size(3);
+        let ids: Vec<JobId> = (0..8).map(|k| ap.add_job(100 + k)).collect();
+        // Round robin: a gets cluster 1 (procs 0-2) then 3; b gets cluster 2 then 4.
+        assert_eq!(
+            ids,
+            vec![
+                (1, 0),
+                (2, 0),
+                (1, 1),
+                (2, 1),
+                (1, 2),
+                (2, 2),
+                (3, 0),
+                (4, 0)
+            ]
+        );
+        let (p0, p2) = (ap.job((1, 0)).unwrap(), ap.job((1, 2)).unwrap());
+        assert_eq!((p0.qdate, p2.qdate), (100, 100));
+        assert_eq!(p0.request.memory, p2.request.memory);
+        assert_eq!(ap.job((3, 0)).unwrap().qdate, 106);
+        assert_eq!(ap.job((1, 1)).unwrap().submitter, 0);
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct SimulateArgs {
     /// Replace each finished job with a fresh idle one (unlimited demand).
     #[arg(long)]
     pub jobs_forever: bool,
+    /// Procs per cluster: each submitter's jobs fill a cluster of this many (one queue time,
+    /// one memory request) before a new one opens, as users submit `queue N`.
+    #[arg(long, default_value_t = 1)]
+    pub cluster_size: u64,
     /// Concurrency limits for some jobs: "name:fraction,...", e.g. "licA:0.5".
     #[arg(long, value_delimiter = ',', value_parser = LimitShare::parse)]
     pub limits: Vec<LimitShare>,

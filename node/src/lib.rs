@@ -18,6 +18,7 @@ pub mod cli;
 pub mod execute;
 pub mod policy;
 pub mod pool;
+pub mod requests;
 pub mod schedd;
 pub mod service;
 pub mod sim;

@@ -82,6 +82,8 @@ pub struct Sim {
     /// startd believes a claim's term only as the real one does
     /// ([`crate::execute::slots::verify_claim_grant`]).
     grants: OnceLock<GrantVerifier>,
+    /// The idle jobs' resource-request keys between cycles.
+    request_cache: Mutex<aerie_core::negotiator::requests::RequestCache>,
 }
 
 /// Unix seconds.
@@ -147,6 +149,7 @@ impl Sim {
             cfg,
             changed: Notify::new(),
             grants: OnceLock::new(),
+            request_cache: Default::default(),
         })
     }
 
@@ -327,6 +330,20 @@ impl Sim {
     /// AccessPoint.GetRequests: the idle jobs, always whole (the simulated access point
     /// answers as one from before resource requests; the leader reads both).
     pub fn requests(&self, req: &pb::RequestsRequest) -> pb::RequestsReply {
+        if req.resource_requests {
+            // As the real access point answers (crate::requests), from the same job ads.
+            let ads = self.lock().ap.idle_job_classads();
+            let idle: Vec<&classad::ClassAd> = ads.iter().map(|a| &**a).collect();
+            // The simulated jobs never change, so a key once made holds while they queue.
+            let mut cache = self.request_cache.lock().unwrap_or_else(|p| p.into_inner());
+            let requests =
+                crate::requests::resource_requests(&mut cache, &idle, &req.significant_attributes);
+            tracing::debug!(term = req.term, cycle = req.cycle, negotiator = %req.negotiator, idle = idle.len(), requests = requests.len(), "resource requests");
+            return pb::RequestsReply {
+                jobs: Vec::new(),
+                requests,
+            };
+        }
         let jobs = self.lock().ap.idle_job_ads();
         tracing::debug!(term = req.term, cycle = req.cycle, negotiator = %req.negotiator, idle = jobs.len(), "requests");
         pb::RequestsReply {

@@ -46,7 +46,8 @@ pub async fn run(args: SimulateArgs) -> anyhow::Result<()> {
         &args.domain,
         args.limits.clone(),
         args.seed,
-    );
+    )
+    .with_cluster_size(args.cluster_size);
     for _ in 0..args.jobs {
         ap.add_job(now);
     }

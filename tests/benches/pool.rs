@@ -4,8 +4,8 @@
 //! - failover: from `kill -9` of the leader to the first completed cycle of the next leader
 //!   (the cycle record with a newer term, as seen by polling a surviving CM every 20 ms).
 //!
-//! Run: `cargo bench -p aerie-tests --bench pool [-- SLOTS JOBS KILLS]` (defaults 10000 20000
-//! 5). Use release daemons for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
+//! Run: `cargo bench -p aerie-tests --bench pool [-- SLOTS JOBS KILLS SUBMITTERS CLUSTER]`
+//! (defaults 10000 20000 5 10 100: each submitter's jobs come in clusters of CLUSTER procs). Use release daemons for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
 use aerie_core::admin::NegotiatorQuery;
 use aerie_core::state::CycleRecord;
 use aerie_tests::sim::{claimed_by, Sim};
@@ -36,6 +36,8 @@ async fn main() {
     let slots: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let jobs: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let kills: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let submitters: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(10);
+    let cluster: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(100);
     let mut c = Cluster::start(
         daemon_bin(CM),
         3,
@@ -44,6 +46,10 @@ async fn main() {
             ("AERIE_NEGOTIATOR_CYCLE_DELAY", "1"),
             ("AERIE_NEGOTIATOR_AP_TIMEOUT", "30"),
             ("AERIE_ELECTION_TIMEOUT", PRODUCTION_ELECTION_TIMEOUT),
+            (
+                "AERIE_LOG",
+                "warn,aerie_cm=info,aerie_cm::leader::requests=debug",
+            ),
         ],
     )
     .expect("start cluster");
@@ -52,8 +58,11 @@ async fn main() {
         .expect("leader");
     let dir = tempfile::tempdir().expect("tempdir");
     let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
-    let users = "u1,u2,u3,u4,u5,u6,u7,u8,u9,u10";
-    let (s, j) = (slots.to_string(), jobs.to_string());
+    let users = (1..=submitters)
+        .map(|i| format!("u{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let (s, j, cs) = (slots.to_string(), jobs.to_string(), cluster.to_string());
     let node_bin = std::env::var("AERIE_NODE_BIN").unwrap_or_else(|_| NODE.to_string());
     let sim = Sim::start(
         &node_bin,
@@ -65,7 +74,9 @@ async fn main() {
             "--jobs",
             &j,
             "--users",
-            users,
+            &users,
+            "--cluster-size",
+            &cs,
             "--jobs-forever",
             "--runtime",
             "uniform:30:90",
@@ -85,16 +96,31 @@ async fn main() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", sim.log()));
     println!(
-        "| pool of {slots} slots, {jobs} jobs, 10 submitters: 90 % claimed after | {:.1} s |",
+        "| pool of {slots} slots, {jobs} jobs ({cluster} per cluster), {submitters} submitters: 90 % claimed after | {:.1} s |",
         t.elapsed().as_secs_f64()
     );
-    // Cycle figures from the records (the first cycles matched most of the pool).
+    // Cycle figures from the records: the first cycles matched most of the pool, the later
+    // ones are the live cycle of a full pool with jobs finishing and demand left.
+    tokio::time::sleep(Duration::from_secs(10)).await;
     let recs = cycles(&addr).await;
-    for r in recs.iter().take(3) {
+    let later = recs.len().saturating_sub(4);
+    for r in recs.iter().take(2).chain(recs.iter().skip(later.max(2))) {
         println!(
             "| cycle {} (term {}) | {} slots, {} idle jobs | {} matches | {:.3} s |",
             r.cycle, r.term, r.slots, r.idle_jobs, r.matches, r.duration_seconds
         );
+    }
+    // Where the leader's cycles spent their time (its log's per-phase milliseconds).
+    if let Ok(leader) = wait_leader(&c.running(), Duration::from_secs(5)).await {
+        for line in c
+            .log(leader)
+            .lines()
+            .filter(|l| l.contains("negotiation cycle done"))
+            .skip(2)
+        {
+            let phases = line.split("phases_ms=").nth(1).unwrap_or(line);
+            println!("| leader {leader} cycle phases (ms) | {phases} |");
+        }
     }
 
     let mut failover = Vec::new();

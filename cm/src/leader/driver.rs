@@ -83,6 +83,7 @@ pub(super) async fn cycles(l: &Leader, term: u64, timing: &mut Timing) {
                     accepted = c.delivery.accepted,
                     refused = c.delivery.refused,
                     seconds = c.record.duration_seconds,
+                    phases_ms = %c.phases,
                     "negotiation cycle done"
                 );
                 facts = c.facts;

@@ -178,7 +178,9 @@ pub async fn fetch_jobs(
             timeout,
         )
     });
+    let asked = std::time::Instant::now();
     let answers = futures::future::join_all(calls).await;
+    let answered = std::time::Instant::now();
     let mut set = JobSet {
         access_points: access_points.clone(),
         ..Default::default()
@@ -204,6 +206,15 @@ pub async fn fetch_jobs(
             }
         }
     }
+    tracing::debug!(
+        term,
+        cycle,
+        answer_ms = answered.duration_since(asked).as_millis() as u64,
+        expand_ms = answered.elapsed().as_millis() as u64,
+        requests = set.requests,
+        jobs = set.jobs.len(),
+        "resource requests read"
+    );
     set
 }
 

@@ -8,16 +8,20 @@
 use std::time::{Duration, Instant};
 
 /// Times the phases of one cycle: each [`Phases::end`] records the time since the previous
-/// one under its phase name.
+/// one under its phase name, and keeps it for the cycle's log line.
 #[derive(Debug)]
 pub struct Phases {
     last: Instant,
+    done: Vec<(&'static str, Duration)>,
 }
 
 impl Phases {
     /// Starts timing at `now`.
     pub fn start(now: Instant) -> Self {
-        Phases { last: now }
+        Phases {
+            last: now,
+            done: Vec::new(),
+        }
     }
 
     /// The phase `phase` ended at `now`.
@@ -25,7 +29,19 @@ impl Phases {
         let d = now.saturating_duration_since(self.last);
         metrics::histogram!("aerie_negotiation_phase_duration_seconds", "phase" => phase)
             .record(d.as_secs_f64());
+        self.done.push((phase, d));
         self.last = now;
+    }
+
+    /// The phases so far in milliseconds, `confirm=1 snapshot=40 ...`: where a slow cycle
+    /// spent its time, in the log line an operator reads first.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .done
+            .iter()
+            .map(|(p, d)| format!("{p}={}", d.as_millis()))
+            .collect();
+        parts.join(" ")
     }
 }
 

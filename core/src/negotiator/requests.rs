@@ -21,7 +21,7 @@ use super::config::NegotiatorConfig;
 use super::prep::{reach, significant_roots};
 use super::scan::field;
 use classad::{ClassAd, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 /// Consecutive `ProcId`s `first`, `first + 1`, ... (`count` of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,64 +77,138 @@ pub fn significant_names(cfg: &NegotiatorConfig, slots: &[ClassAd]) -> Vec<Strin
 }
 
 /// Groups idle job ads into resource requests by `significant` (the leader's
-/// [`significant_names`]) closed through the jobs' own expressions, the attributes the cycle
-/// reads from every job, and the ClusterId. Groups come in order of their first job.
+/// [`significant_names`]) closed through each job's own expressions, the attributes the
+/// cycle reads from every job, and the ClusterId. Groups come in order of their first job.
+/// One-off: an access point keeps a [`RequestCache`] so that it does not redo every job's
+/// key every cycle.
 pub fn group(jobs: &[&ClassAd], significant: &[String]) -> Vec<RequestGroup> {
-    let mut roots: Vec<String> = significant.iter().map(|n| n.to_ascii_lowercase()).collect();
-    roots.extend(
-        field::NAMES
-            .iter()
-            .filter(|n| !matches!(**n, "ClusterId" | "ProcId"))
-            .map(|n| n.to_ascii_lowercase()),
-    );
-    let names: BTreeSet<String> = reach(roots, jobs);
-    let mut groups: Vec<RequestGroup> = Vec::new();
-    let mut procs: Vec<Vec<i64>> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut key = String::new();
-    for (i, ad) in jobs.iter().enumerate() {
-        let id = |a: &str| match ad.eval_attr(a) {
-            Value::Int(v) => Some(v),
-            _ => None,
-        };
-        let (Some(cluster), Some(proc)) = (id("ClusterId"), id("ProcId")) else {
-            groups.push(RequestGroup {
-                rep: i,
-                cluster: None,
-                procs: Vec::new(),
-            });
-            procs.push(Vec::new());
-            continue;
-        };
-        key.clear();
-        key.push_str(&cluster.to_string());
-        for n in &names {
-            key.push('\n');
-            if let Some(e) = ad.lookup(n) {
-                key.push_str(&e.to_string());
-            } else {
-                key.push('\u{0}');
-            }
+    RequestCache::default().group(jobs, significant)
+}
+
+/// Each queued job's group key, remembered between cycles, as HTCondor's schedd keeps a
+/// job's autocluster id until the job or the significant attributes change
+/// (src/condor_schedd.V6/autocluster.cpp, `AutoCluster::getAutoClusterid`). Without it a
+/// cycle at 100,000 idle jobs spent a second printing every job's significant attributes.
+///
+/// A job's key is its ClusterId and the value of every name in its own closure: the roots
+/// (`significant` and what the cycle reads from every job) and, transitively, the names its
+/// own expressions reference there. Nothing else of a job's ad is read when the negotiator
+/// matches it (slots read only the significant names, other jobs never read it), so two
+/// jobs with one key are matched alike; and the key spells the names out, so jobs with
+/// different closures never share one. The cache holds only jobs with integer ClusterId and
+/// ProcId; the owner calls [`RequestCache::forget`] when a job's ad changes.
+#[derive(Debug, Default)]
+pub struct RequestCache {
+    /// The significant names the keys were made for; other names empty the cache.
+    significant: Vec<String>,
+    /// (ClusterId, ProcId) -> interned key.
+    keys: HashMap<(i64, i64), u32>,
+    /// Key text -> its number.
+    interned: HashMap<String, u32>,
+}
+
+impl RequestCache {
+    /// Drops what is remembered of job `cluster.proc` (its ad changed).
+    pub fn forget(&mut self, cluster: i64, proc: i64) {
+        self.keys.remove(&(cluster, proc));
+    }
+
+    /// How many jobs' keys are remembered.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no job's key is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// [`group`], reusing the keys of jobs seen before; jobs not in `jobs` are forgotten.
+    pub fn group(&mut self, jobs: &[&ClassAd], significant: &[String]) -> Vec<RequestGroup> {
+        let mut roots: Vec<String> = significant.iter().map(|n| n.to_ascii_lowercase()).collect();
+        roots.sort();
+        roots.dedup();
+        if roots != self.significant {
+            *self = RequestCache {
+                significant: roots.clone(),
+                ..Default::default()
+            };
         }
-        match index.get(&key) {
-            Some(&g) => procs[g].push(proc),
-            None => {
-                index.insert(key.clone(), groups.len());
+        // Interned keys of jobs gone pile up; start over when they far outnumber the jobs.
+        if self.interned.len() > 4 * jobs.len() + 1024 {
+            self.keys.clear();
+            self.interned.clear();
+        }
+        roots.extend(
+            field::NAMES
+                .iter()
+                .filter(|n| !matches!(**n, "ClusterId" | "ProcId"))
+                .map(|n| n.to_ascii_lowercase()),
+        );
+        let mut groups: Vec<RequestGroup> = Vec::new();
+        let mut procs: Vec<Vec<i64>> = Vec::new();
+        let mut index: HashMap<u32, usize> = HashMap::new();
+        let mut seen: HashMap<(i64, i64), u32> = HashMap::with_capacity(jobs.len());
+        for (i, ad) in jobs.iter().enumerate() {
+            let id = |a: &str| match ad.eval_attr(a) {
+                Value::Int(v) => Some(v),
+                _ => None,
+            };
+            let (Some(cluster), Some(proc)) = (id("ClusterId"), id("ProcId")) else {
                 groups.push(RequestGroup {
                     rep: i,
-                    cluster: Some(cluster),
+                    cluster: None,
                     procs: Vec::new(),
                 });
-                procs.push(vec![proc]);
+                procs.push(Vec::new());
+                continue;
+            };
+            let key = match self.keys.get(&(cluster, proc)) {
+                Some(&k) => k,
+                None => {
+                    let text = job_key(ad, cluster, &roots);
+                    let next = self.interned.len() as u32;
+                    *self.interned.entry(text).or_insert(next)
+                }
+            };
+            seen.insert((cluster, proc), key);
+            match index.get(&key) {
+                Some(&g) => procs[g].push(proc),
+                None => {
+                    index.insert(key, groups.len());
+                    groups.push(RequestGroup {
+                        rep: i,
+                        cluster: Some(cluster),
+                        procs: Vec::new(),
+                    });
+                    procs.push(vec![proc]);
+                }
             }
         }
+        self.keys = seen;
+        for (g, mut p) in groups.iter_mut().zip(procs) {
+            p.sort_unstable();
+            p.dedup();
+            g.procs = ranges(&p);
+        }
+        groups
     }
-    for (g, mut p) in groups.iter_mut().zip(procs) {
-        p.sort_unstable();
-        p.dedup();
-        g.procs = ranges(&p);
+}
+
+/// A job's group key: its cluster, then `name=value` for every name of its closure from
+/// `roots` (an absent attribute as NUL).
+fn job_key(ad: &ClassAd, cluster: i64, roots: &[String]) -> String {
+    let mut key = cluster.to_string();
+    for n in reach(roots.to_vec(), &[ad]) {
+        key.push('\n');
+        key.push_str(&n);
+        key.push('=');
+        match ad.lookup(&n) {
+            Some(e) => key.push_str(&e.to_string()),
+            None => key.push('\u{0}'),
+        }
     }
-    groups
+    key
 }
 
 /// Ascending, distinct ids as ranges of consecutive ones.
@@ -175,6 +249,34 @@ mod tests {
 
     fn ad(s: &str) -> ClassAd {
         classad::parse_ad(s).unwrap()
+    }
+
+    #[test]
+    fn the_cache_keeps_keys_until_a_job_changes_or_the_significant_names_do() {
+        let mut jobs = [
+            ad("ClusterId = 3\nProcId = 0\nOwner = \"a\"\nRequestCpus = 1\nDept = \"x\""),
+            ad("ClusterId = 3\nProcId = 1\nOwner = \"a\"\nRequestCpus = 1\nDept = \"y\""),
+            ad("ClusterId = 3\nProcId = 2\nOwner = \"a\"\nRequestCpus = 1\nDept = \"x\""),
+        ];
+        let counts = |g: &[RequestGroup]| g.iter().map(|g| g.count()).collect::<Vec<_>>();
+        let mut cache = RequestCache::default();
+        let refs: Vec<&ClassAd> = jobs.iter().collect();
+        // Dept is read by nobody: one request.
+        assert_eq!(counts(&cache.group(&refs, &[])), [3]);
+        assert_eq!(cache.len(), 3);
+        // A slot now reads Dept: the keys are made again.
+        let dept = ["dept".to_string()];
+        assert_eq!(counts(&cache.group(&refs, &dept)), [2, 1]);
+        // Job 3.1 changes: forgotten, it is keyed again and joins the others.
+        jobs[1] = ad("ClusterId = 3\nProcId = 1\nOwner = \"a\"\nRequestCpus = 1\nDept = \"x\"");
+        cache.forget(3, 1);
+        let refs: Vec<&ClassAd> = jobs.iter().collect();
+        assert_eq!(counts(&cache.group(&refs, &dept)), [3]);
+        // Jobs no longer idle are dropped from the cache.
+        assert_eq!(counts(&cache.group(&refs[..1], &dept)), [1]);
+        assert_eq!(cache.len(), 1);
+        // The cached answer is the one-off answer.
+        assert_eq!(cache.group(&refs, &dept), group(&refs, &dept));
     }
 
     #[test]

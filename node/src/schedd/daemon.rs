@@ -46,12 +46,19 @@ pub struct Inner {
     pub claims: Claims,
     /// Submitter names advertised last (to invalidate the ones that are gone).
     pub advertised: BTreeSet<String>,
+    /// Idle jobs' resource-request keys between cycles (a job changed is forgotten).
+    pub request_cache: aerie_core::negotiator::requests::RequestCache,
 }
 
 impl Inner {
     /// Writes `changes` synced, then applies them in memory.
     pub fn commit(&mut self, changes: &[Change]) -> anyhow::Result<()> {
         self.store.commit(changes)?;
+        for c in changes {
+            if let Change::Put(id, _) | Change::Finish(id, _) = c {
+                self.request_cache.forget(id.cluster, id.proc);
+            }
+        }
         self.queue.apply(changes);
         metrics::set_jobs(&self.queue.status_counts());
         Ok(())
@@ -100,6 +107,7 @@ impl Schedd {
             store,
             claims: Claims::default(),
             advertised: BTreeSet::new(),
+            request_cache: Default::default(),
         };
         let now = now_secs();
         let requeue = inner.queue.requeue_after_restart(now);

@@ -16,7 +16,6 @@ use super::files::{self, FileError};
 use super::job::{self, hold_code, JobId, Status};
 use super::metrics;
 use super::queue::{self, Change, Exit};
-use aerie_core::negotiator::requests;
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
 use std::sync::Arc;
@@ -124,29 +123,11 @@ impl Schedd {
     /// the negotiator cannot tell apart, with the jobs' ids and their autocluster (see
     /// [`aerie_core::negotiator::requests`]).
     pub fn resource_requests(&self, significant: &[String]) -> Vec<pb::ResourceRequest> {
-        let st = self.lock();
-        let idle: Vec<&classad::ClassAd> = st.claims.idle_ads(&st.queue, now_secs()).collect();
-        requests::group(&idle, significant)
-            .into_iter()
-            .map(|g| {
-                let rep = idle[g.rep];
-                pb::ResourceRequest {
-                    ad: rep.to_old_syntax(),
-                    cluster: g.cluster.unwrap_or(0),
-                    count: g.count(),
-                    has_ids: g.cluster.is_some(),
-                    procs: g
-                        .procs
-                        .iter()
-                        .map(|r| pb::ProcRange {
-                            first: r.first,
-                            count: r.count,
-                        })
-                        .collect(),
-                    autocluster: job::autocluster_id(&job::signature(rep)),
-                }
-            })
-            .collect()
+        let mut st = self.lock();
+        let inner = &mut *st;
+        let idle: Vec<&classad::ClassAd> =
+            inner.claims.idle_ads(&inner.queue, now_secs()).collect();
+        crate::requests::resource_requests(&mut inner.request_cache, &idle, significant)
     }
 
     /// AccessPoint.DeliverGrants: checks every grant at once and answers; the claims run in
