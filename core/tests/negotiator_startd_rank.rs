@@ -142,6 +142,24 @@ fn without_preemption_no_startd_rank_exception() {
     assert!(o.matches.is_empty(), "{:?}", o.matches);
 }
 
+/// Under NEGOTIATOR_CONSIDER_PREEMPTION = False a claimed slot is never a candidate, not
+/// even for a job its startd RANK prefers (HTCondor trims claimed slots before matchmaking,
+/// trimStartdAds_PreemptionLogic): the slot taken for rank with preemption on is left alone.
+#[test]
+fn without_preemption_a_claimed_slot_is_not_taken_even_for_startd_rank() {
+    let (acct, cfg) = a_may_preempt_b();
+    let pool = || vec![busy("b1", "b@d", Some("0"))];
+    let o = run(pool(), vec![job("a", 1, 0, &[])], &acct, &cfg);
+    assert_eq!(o.matches.len(), 1, "with preemption: {:?}", o.matches);
+    let o = run(
+        pool(),
+        vec![job("a", 1, 0, &[])],
+        &acct,
+        &cfg.with_consider_preemption(false),
+    );
+    assert!(o.matches.is_empty(), "{:?}", o.matches);
+}
+
 /// a (priority 0.5) and b (500), with PREEMPTION_REQUIREMENTS True: priority preemption of b
 /// is allowed, so only the rank conditions can stop it.
 fn a_may_preempt_b() -> (Accountant, NegotiatorConfig) {

@@ -5,7 +5,9 @@
 //!   (the cycle record with a newer term, as seen by polling a surviving CM every 20 ms).
 //!
 //! Run: `cargo bench -p aerie-tests --bench pool [-- SLOTS JOBS KILLS SUBMITTERS CLUSTER]`
-//! (defaults 10000 20000 5 10 100: each submitter's jobs come in clusters of CLUSTER procs). Use release daemons for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
+//! (defaults 10000 20000 5 10 100: each submitter's jobs come in clusters of CLUSTER procs).
+//! `AERIE_BENCH_POLICY="KNOB=VALUE,..."` sets the pool's runtime policy first (as `cmctl
+//! reconfig` does), e.g. `NEGOTIATOR_CONSIDER_PREEMPTION=False`. Use release daemons for figures: `AERIE_CM_BIN=target/release/aerie-cm-node`.
 use aerie_core::admin::NegotiatorQuery;
 use aerie_core::state::CycleRecord;
 use aerie_tests::sim::{claimed_by, Sim};
@@ -58,6 +60,28 @@ async fn main() {
         .expect("leader");
     let dir = tempfile::tempdir().expect("tempdir");
     let cms: Vec<String> = c.running().into_iter().map(|(_, a)| a).collect();
+    if let Ok(policy) = std::env::var("AERIE_BENCH_POLICY") {
+        let knobs = policy
+            .split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        let cmd = aerie_core::state::Command::SetPolicy(
+            aerie_core::state::negotiation_policy::PolicyProposal {
+                knobs,
+                source: "pool bench".into(),
+                time,
+            },
+        );
+        write_retry(&cms, &cmd, Duration::from_secs(20))
+            .await
+            .expect("set the policy");
+        println!("| policy | {policy} |");
+    }
     let users = (1..=submitters)
         .map(|i| format!("u{i}"))
         .collect::<Vec<_>>()

@@ -423,3 +423,48 @@ async fn every_command_kind_round_trips_through_a_live_cluster() {
     assert_eq!(summary.limits, 1);
     assert!(summary.applied_commands >= every.len() as u64);
 }
+
+/// Found by the jepsen `mixed` scenario (seed 8): a follower forwarding an admin request to a
+/// leader that is then paused waited out the whole forward deadline, although a new leader
+/// was elected within seconds. It must give up once it sees the leader replaced, saying the
+/// outcome is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_forwarded_to_a_leader_that_is_replaced_is_answered_without_waiting_it_out() {
+    // A forward deadline far longer than an election, so waiting it out is told apart.
+    let c = Cluster::start(daemon_bin(BIN), 3, &[("AERIE_ADMIN_TIMEOUT", "40000")])
+        .expect("start cluster");
+    // Every CM a voter first: a leader paused before the third joined leaves no quorum.
+    let leader = wait_formed(&c.running(), Duration::from_secs(30))
+        .await
+        .expect("cluster formed");
+    let follower = c
+        .ids()
+        .into_iter()
+        .find(|i| *i != leader)
+        .expect("follower");
+    c.pause(leader);
+    let mut client = admin(&c.addr(follower)).await.expect("client");
+    let cmd = Command::Accountant(AccountantCommand::SetFactor {
+        name: "replaced@pool".into(),
+        value: 7.0,
+    });
+    let mut req = tonic::Request::new(aerie_proto::admin::WriteRequest {
+        command_json: serde_json::to_string(&aerie_core::state::Request::new(cmd)).unwrap(),
+        forwarded: false,
+    });
+    req.set_timeout(Duration::from_secs(60));
+    let t = std::time::Instant::now();
+    let answer = client.write(req).await;
+    let took = t.elapsed();
+    c.resume(leader);
+    let err = answer.expect_err("a paused leader cannot have answered");
+    assert!(
+        err.message().contains("replaced before it answered"),
+        "{}\n--- follower log\n{}",
+        err.message(),
+        c.log(follower)
+    );
+    // An election (1.6 s at most here, up to twice that with openraft's vote lease) and a
+    // margin, far below the 40 s forward deadline.
+    assert!(took < Duration::from_secs(15), "answered after {took:?}");
+}

@@ -6,7 +6,9 @@
 //! with a redirect naming the leader, which `cmctl` follows, instead of bouncing between CMs.
 //! When this CM leads but is deposed while running the request (openraft's
 //! `ForwardToLeader`), the request goes round again and follows the new leader, until the
-//! request's deadline.
+//! request's deadline. A forwarded call is abandoned as soon as this CM sees its leader
+//! replaced (found by the jepsen `mixed` scenario, seed 8: an add forwarded to a paused leader
+//! waited out its 65 s deadline although a new leader was elected 2 s later).
 use super::error::AdminError;
 use super::AdminService;
 use crate::raft::leadership::Leader;
@@ -67,7 +69,22 @@ impl AdminService {
                     .map_err(AdminError::Failed)?;
                     let client = AdminClient::new(ch)
                         .max_decoding_message_size(aerie_security::transport::MAX_POOL_REPLY);
-                    return match remote(client, route.forward_timeout).await {
+                    // A leader replaced while the call waits (paused, cut off) will not answer
+                    // before the call's own deadline (a minute for membership changes): give
+                    // up when this CM sees it replaced. Its outcome is unknown (it may have
+                    // reached a quorum before), so the client hears that, not a refusal.
+                    let answer = tokio::select! {
+                        r = remote(client, route.forward_timeout) => r,
+                        () = self.leadership.until_leader_is_not(leader.id) => {
+                            return Err(AdminError::LeaderUnavailable(format!(
+                                "this CM (node {}) forwarded the {} to the leader, node {} at {}, \
+                                 which was replaced before it answered; the {} may or may not \
+                                 have been applied: check, then retry",
+                                self.id, route.what, leader.id, leader.addr, route.what
+                            )));
+                        }
+                    };
+                    return match answer {
                         Ok(r) => Ok(r.into_inner()),
                         // The leader answered: its answer stands, whatever its kind.
                         Err(s) if s.metadata().contains_key(ERROR_KIND_METADATA) => {

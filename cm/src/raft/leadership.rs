@@ -136,6 +136,21 @@ impl Leadership {
         })
     }
 
+    /// Returns once this CM no longer takes node `id` for the leader (an election began, or
+    /// another leader is known). Never returns while `id` stays the leader.
+    pub async fn until_leader_is_not(&self, id: u64) {
+        let mut rx = self.raft.metrics();
+        loop {
+            if rx.borrow_and_update().current_leader != Some(id) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                // The Raft core is gone: nothing will change any more.
+                return std::future::pending().await;
+            }
+        }
+    }
+
     /// Waits until some leader is known, at most until `deadline`; `None` when none is.
     pub async fn wait_leader_known(&self, deadline: Instant) -> Option<Leader> {
         let mut rx = self.raft.metrics();

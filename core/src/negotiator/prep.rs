@@ -392,7 +392,13 @@ pub(super) fn prepare<'a>(
     let mut class_members: Vec<Rc<Vec<u32>>> = Vec::new();
     for (i, (s, st)) in slots.iter().zip(&slot_states).enumerate() {
         if s.remote.is_some() {
-            busy.push(i as u32);
+            // Without NEGOTIATOR_CONSIDER_PREEMPTION a claimed slot is no candidate at all:
+            // HTCondor trims it before matchmaking (trimStartdAds_PreemptionLogic,
+            // matchmaker.cpp) and it still counts in the pie. Walking 50,000 claimed slots
+            // for every autocluster was most of a full pool's cycle.
+            if cfg.consider_preemption {
+                busy.push(i as u32);
+            }
         } else {
             if class_members.len() <= st.class {
                 class_members.resize(st.class + 1, Rc::default());
