@@ -737,6 +737,38 @@ async fn fake_node() -> (FakeNode, String) {
     (node, format!("<{addr}>"))
 }
 
+/// A grant of the fake node's `slot1@node` at `addr` for `job`, with capability `claim`.
+fn slot_grant(addr: &str, job: &str, claim: &str) -> pb::Grant {
+    pb::Grant {
+        job: job.into(),
+        slot: "slot1@node".into(),
+        startd_addr: addr.into(),
+        claim_id: claim.into(),
+        weight: 1.0,
+        ..Default::default()
+    }
+}
+
+/// Delivers `grants` as leader 1 of `term`, cycle `cycle`; the access point's answer.
+async fn deliver(
+    leader: &mut pb::access_point_client::AccessPointClient<Channel>,
+    term: u64,
+    cycle: u64,
+    grants: Vec<pb::Grant>,
+) -> pb::GrantReply {
+    leader
+        .deliver_grants(pb::GrantBatch {
+            term,
+            cycle,
+            leader_id: 1,
+            grants,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 async fn until(what: &str, mut f: impl FnMut() -> bool) {
     for _ in 0..200 {
         if f() {
@@ -762,26 +794,14 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
     let idle = idle_jobs(&mut leader).await;
     assert_eq!(idle.len(), 3);
     let (node, addr) = fake_node().await;
-    let grant = |job: &str| pb::Grant {
-        job: job.into(),
-        submitter: String::new(),
-        slot: "slot1@node".into(),
-        startd_addr: addr.clone(),
-        claim_id: "grant-claim".into(),
-        weight: 1.0,
-        ..Default::default()
-    };
-    let r = leader
-        .deliver_grants(pb::GrantBatch {
-            term: 2,
-            cycle: 1,
-            leader_id: 1,
-            grants: vec![grant("1.0"), grant("1.0"), grant("9.0")],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let grant = |job: &str| slot_grant(&addr, job, "grant-claim");
+    let r = deliver(
+        &mut leader,
+        2,
+        1,
+        vec![grant("1.0"), grant("1.0"), grant("9.0")],
+    )
+    .await;
     let accepted: Vec<bool> = r.results.iter().map(|r| r.accepted).collect();
     assert_eq!(accepted, [true, false, false]);
     let seen = node.0.clone();
@@ -834,17 +854,7 @@ async fn a_grant_runs_the_job_and_its_claim_runs_the_next_one_then_is_released()
     assert_eq!(q[0].eval_attr("ClusterId").as_int(), Some(other));
     assert_eq!(q[0].eval_attr("JobStatus").as_int(), Some(1));
     // An older term's grant is refused now.
-    let r = leader
-        .deliver_grants(pb::GrantBatch {
-            term: 1,
-            cycle: 9,
-            leader_id: 1,
-            grants: vec![grant(&format!("{other}.0"))],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = deliver(&mut leader, 1, 9, vec![grant(&format!("{other}.0"))]).await;
     assert!(r.results[0].error.contains("stale term"), "{:?}", r.results);
     drop((c, leader));
     running.stop().await;
@@ -959,25 +969,10 @@ async fn resource_requests_negotiate_as_whole_jobs_and_grants_name_the_autoclust
     let (node, addr) = fake_node().await;
     node.0.lock().unwrap().run_forever = true;
     let grant = |claim: &str| pb::Grant {
-        job: "1.0".into(),
-        slot: "slot1@node".into(),
-        startd_addr: addr.clone(),
-        claim_id: claim.into(),
-        weight: 1.0,
         autocluster: autocluster.clone(),
-        ..Default::default()
+        ..slot_grant(&addr, "1.0", claim)
     };
-    let r = leader
-        .deliver_grants(pb::GrantBatch {
-            term: 2,
-            cycle: 1,
-            leader_id: 1,
-            grants: vec![grant("g1"), grant("g2")],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = deliver(&mut leader, 2, 1, vec![grant("g1"), grant("g2")]).await;
     let accepted: Vec<bool> = r.results.iter().map(|r| r.accepted).collect();
     assert_eq!(accepted, [true, true], "{:?}", r.results);
     let seen = node.0.clone();
@@ -1256,25 +1251,14 @@ async fn deferred_jobs_wait_for_their_time_late_ones_are_held_and_crontab_jobs_g
         .collect();
     assert_eq!(offered, [early]);
     let (node, addr) = fake_node().await;
-    let grant = |job: String| pb::Grant {
-        job,
-        slot: "slot1@node".into(),
-        startd_addr: addr.clone(),
-        claim_id: "grant-claim".into(),
-        weight: 1.0,
-        ..Default::default()
-    };
-    let r = leader
-        .deliver_grants(pb::GrantBatch {
-            term: 2,
-            cycle: 1,
-            leader_id: 1,
-            grants: vec![grant(format!("{early}.0")), grant(format!("{later}.0"))],
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let grant = |job: String| slot_grant(&addr, &job, "grant-claim");
+    let r = deliver(
+        &mut leader,
+        2,
+        1,
+        vec![grant(format!("{early}.0")), grant(format!("{later}.0"))],
+    )
+    .await;
     assert!(r.results[0].accepted, "{:?}", r.results);
     assert!(r.results[1].error.contains("deferred"), "{:?}", r.results);
     let seen = node.0.clone();
