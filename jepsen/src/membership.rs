@@ -332,6 +332,16 @@ mod tests {
         }
     }
 
+    /// CM 3 cut off from the others from the start until `end`.
+    fn cm3_cut_off(end: Duration) -> Partition {
+        Partition {
+            shape: "isolate 3".into(),
+            minority: vec![3],
+            start: Duration::ZERO,
+            end,
+        }
+    }
+
     #[test]
     fn members_are_the_started_cms_less_the_committed_removals() {
         let s = Duration::from_secs(1);
@@ -350,12 +360,7 @@ mod tests {
     fn a_change_goes_through_members_that_are_up_or_through_all_when_none_is() {
         let open = Duration::MAX;
         let paused = fault(FaultKind::Pause, 1, open);
-        let cut = Partition {
-            shape: "isolate 3".into(),
-            minority: vec![3],
-            start: Duration::ZERO,
-            end: open,
-        };
+        let cut = cm3_cut_off(open);
         assert_eq!(
             change_via(
                 &[1, 2, 3],
@@ -373,12 +378,7 @@ mod tests {
     fn a_removal_picks_a_follower_that_is_down_before_a_healthy_one() {
         let members = [1, 2, 3, 4];
         let open = Duration::MAX;
-        let cut = Partition {
-            shape: "isolate 3".into(),
-            minority: vec![3],
-            start: Duration::ZERO,
-            end: open,
-        };
+        let cut = cm3_cut_off(open);
         assert_eq!(
             removal_candidate(&members, Some(1), std::slice::from_ref(&cut), &[]),
             Some(3)
