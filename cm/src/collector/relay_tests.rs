@@ -319,3 +319,51 @@ fn a_digest_reply_is_cut_at_its_cap_and_says_how_far_it_is_complete() {
         Some("slot0@h")
     );
 }
+
+#[test]
+fn an_offline_ad_whose_relay_was_lost_reaches_the_leader_by_digest_until_committed() {
+    // CM 3 took the offline ad before it knew its peers (its relay went nowhere); the
+    // leader only commits what its own table holds. Found by CI: the test
+    // `absent_and_offline_ads_survive_a_full_cluster_restart` waited forever for it.
+    let mut cm3 = absent_table();
+    cm3.set_origin_id(3);
+    let mut leader = absent_table();
+    leader.set_origin_id(2);
+    cm3.advertise_text(&format!("{SLOT}Offline = true\n"), T0)
+        .unwrap();
+    let diff = leader.diff_digest(&cm3.digest());
+    let key = AdKey::new(AdType::Machine, "s@a", "10.0.0.1");
+    assert_eq!(diff.wanted, vec![key.clone()], "{diff:?}");
+    let item = cm3
+        .relay_item(&key)
+        .expect("the pending offline ad is sent");
+    leader
+        .apply_relayed_text(item.text.as_deref().unwrap(), item.version, T0)
+        .unwrap();
+    let cmds = plan(&leader, &Replicated::new(), T0 + 1);
+    let [Command::PutAd {
+        ad_type,
+        name,
+        text,
+        time,
+    }] = cmds.as_slice()
+    else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(ad_type, OFFLINE_BUCKET);
+    // Committed and mirrored on both: Raft carries it from now on, the digest no longer.
+    let mut rep = Replicated::new();
+    rep.entry(ad_type.clone()).or_default().insert(
+        name.clone(),
+        AdRecord {
+            text: text.clone(),
+            time: *time,
+        },
+    );
+    for t in [&mut cm3, &mut leader] {
+        t.sync_replicated(&replicated_ads(&rep));
+        assert!(t.digest().is_empty(), "{:?}", t.digest());
+        assert_eq!(t.len(), 1);
+    }
+    assert_eq!(leader.diff_digest(&cm3.digest()), DigestDiff::default());
+}

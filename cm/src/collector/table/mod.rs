@@ -259,6 +259,14 @@ impl Entry {
     fn updated(&self) -> i64 {
         self.heard
     }
+
+    /// Whether peers' collectors compare and repair this ad by digest: a live ad, or an
+    /// offline ad the leader has not committed yet. Once committed, Raft carries hidden ads;
+    /// before that, an offline ad whose relay was lost (sent before this CM knew its peers,
+    /// or dropped from a full queue) would reach the leader no other way.
+    pub(super) fn in_digest(&self) -> bool {
+        self.absent_since.is_none() || (self.offline && !self.replicated)
+    }
 }
 
 /// A hidden ad (absent or offline) held by the table, as the Raft layer sees it.

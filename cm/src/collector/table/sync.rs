@@ -263,7 +263,7 @@ impl AdTable {
     /// the leader can hand out claims), or its invalidation; `None` for hidden or unknown ads.
     pub fn relay_item(&self, key: &AdKey) -> Option<RelayItem> {
         if let Some(e) = self.ads.get(key) {
-            if e.absent_since.is_some() {
+            if !e.in_digest() {
                 return None;
             }
             return Some(RelayItem {
@@ -282,13 +282,13 @@ impl AdTable {
     }
 
     /// The (key, version) of every live ad and tombstone, for the periodic digest exchange,
-    /// in key order (so it can be sent in pages of key ranges). Absent and offline ads are
-    /// left out: Raft replicates those.
+    /// in key order (so it can be sent in pages of key ranges). Absent ads and committed
+    /// offline ads are left out: Raft replicates those.
     pub fn digest(&self) -> Vec<DigestEntry> {
         let mut out: Vec<DigestEntry> = self
             .ads
             .iter()
-            .filter(|(_, e)| e.absent_since.is_none())
+            .filter(|(_, e)| e.in_digest())
             .map(|(k, e)| DigestEntry {
                 key: AdKey::clone(k),
                 version: e.version,
@@ -328,7 +328,7 @@ impl AdTable {
         for d in theirs.iter().filter(|d| page.contains(&d.key)) {
             seen.insert(&d.key);
             let mine = match self.ads.get(&d.key) {
-                Some(e) if e.absent_since.is_none() => Some(e.version),
+                Some(e) if e.in_digest() => Some(e.version),
                 _ => self.tombstones.get(&d.key).copied(),
             };
             match mine {
@@ -349,7 +349,7 @@ impl AdTable {
         for (k, _) in self
             .ads
             .range::<AdKey, _>((lower, upper))
-            .filter(|(_, e)| e.absent_since.is_none())
+            .filter(|(_, e)| e.in_digest())
         {
             if !seen.contains(&**k) {
                 newer.push(k);
