@@ -2,11 +2,13 @@
 //
 //   cargo run --release -p aerie-core --example negotiator_scale -- \
 //       --slots 10000 --jobs 50000 --submitters 50 [--groups] [--preemption] [--pslots [--cp]] \
-//       [--heterogeneous] [--runs 3]
+//       [--heterogeneous] [--busy PERCENT] [--runs 3]
 //
 // Pool: machines of 8 static 1-core slots (SlotID 1..8), four machine types (memory, KFlops),
 // 10% of slots busy when --preemption is given (with PREEMPTION_REQUIREMENTS comparing
-// priorities). --pslots makes each machine one 8-core partitionable slot (matched once a cycle);
+// priorities). --busy PERCENT claims that share of the static slots instead (with --busy 100
+// and no --preemption: a full pool under HTCondor's default PREEMPTION_REQUIREMENTS, False,
+// where only rank preemption is left). --pslots makes each machine one 8-core partitionable slot (matched once a cycle);
 // --cp gives those slots the startd's default consumption policy (split within the cycle). Jobs: each submitter has 6 kinds of job (request memory x requirements), so
 // about 6 x submitters autoclusters. --groups puts submitters in 5 groups with static quotas
 // and surplus. --heterogeneous makes every slot advertise its own Disk, KFlops, Mips, LoadAvg
@@ -55,6 +57,7 @@ fn main() {
     let pslots = args.iter().any(|a| a == "--pslots");
     let cp = pslots && args.iter().any(|a| a == "--cp");
     let hetero = args.iter().any(|a| a == "--heterogeneous");
+    let busy_pct = arg(&args, "--busy", if preemption { 10 } else { 0 });
     let n_groups = 5;
     let group_of = |s: usize| format!("group_g{}", s % n_groups);
     let user = |s: usize| {
@@ -119,7 +122,8 @@ fn main() {
         )
         .unwrap();
         a.insert_expr_str("Rank", "0").unwrap();
-        let busy = preemption && i % 10 == 0 && !pslots;
+        // Spread evenly: with 10 % every tenth slot (as before this option), with 100 % all.
+        let busy = (i * busy_pct) % 100 < busy_pct && !pslots;
         if busy {
             let s = (i / 10) % n_subs;
             a.insert_str("State", "Claimed");
@@ -226,7 +230,7 @@ fn main() {
         h.finish()
     };
     println!(
-        "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} pslots={pslots} cp={cp} heterogeneous={hetero}: \
+        "slots={n_slots} jobs={n_jobs} submitters={n_subs} groups={groups} preemption={preemption} busy={busy_pct}% pslots={pslots} cp={cp} heterogeneous={hetero}: \
          matches={} preemptions={} autoclusters={} slot_classes={} pie_spins={} \
          cycle wall min={:.3}s median={:.3}s, cpu min={:.2}s median={:.2}s (build {:.2}s) digest={digest:016x}",
         o.matches.len(),

@@ -232,3 +232,36 @@ fn a_slot_in_retirement_is_preempted_only_with_early_preemption() {
         .collect();
     assert_eq!(got, [("b1", MatchReason::Rank)]);
 }
+
+/// With HTCondor's default PREEMPTION_REQUIREMENTS (False) only rank preemption is left, and
+/// the negotiator leaves out, before matchmaking, claimed slots whose literal Rank cannot beat
+/// their CurrentRank for any job (most startds: `Rank = 0`, `CurrentRank = 0.0`). The edges
+/// of that shortcut: a literal Rank above CurrentRank is still taken for rank, an equal one
+/// or a missing CurrentRank is not, and a Rank that reads the job is still evaluated per job.
+#[test]
+fn under_the_default_preemption_requirements_literal_ranks_decide_rank_preemption() {
+    let acct = ledger(&[("a@d", 0.5), ("b@d", 500.0)]);
+    let cfg = NegotiatorConfig::plain()
+        .with_preemption_requirements("False")
+        .unwrap();
+    let taken = |rank: &str, current: Option<&str>| {
+        let mut slot = busy("b1", "b@d", current);
+        slot.insert_expr_str("Rank", rank).unwrap();
+        let o = run(vec![slot], vec![job("a", 1, 0, &[])], &acct, &cfg);
+        o.matches.iter().map(|m| m.reason).collect::<Vec<_>>()
+    };
+    assert_eq!(taken("10", Some("0")), [MatchReason::Rank]);
+    assert_eq!(taken("0.5", Some("0.25")), [MatchReason::Rank]);
+    assert_eq!(taken("0", Some("0.0")), []);
+    assert_eq!(taken("5", Some("5")), []);
+    assert_eq!(taken("10", None), []);
+    assert_eq!(taken(PREFERS_A, Some("0")), [MatchReason::Rank]);
+    assert_eq!(taken(PREFERS_A, Some("10")), []);
+    // PREEMPTION_REQUIREMENTS True: priority preemption takes the slot Rank 0 left alone.
+    let cfg = cfg.with_preemption_requirements("True").unwrap();
+    let mut slot = busy("b1", "b@d", Some("0"));
+    slot.insert_expr_str("Rank", "0").unwrap();
+    let o = run(vec![slot], vec![job("a", 1, 0, &[])], &acct, &cfg);
+    let got: Vec<MatchReason> = o.matches.iter().map(|m| m.reason).collect();
+    assert_eq!(got, [MatchReason::Priority]);
+}

@@ -217,6 +217,35 @@ fn rank_cond(
     }
 }
 
+/// Whether `PREEMPTION_REQUIREMENTS` rules out priority preemption for every pair: a literal
+/// that is not true (HTCondor's default, `False`), so [`preempt_state`] never reaches it.
+pub(super) fn priority_preemption_ruled_out(cfg: &NegotiatorConfig) -> bool {
+    match &cfg.preemption_requirements {
+        Some(e @ Expr::Lit(_)) => !ClassAd::new().eval_expr_with(e, None).is_true(),
+        _ => false,
+    }
+}
+
+/// Whether claimed slot `ad` fails [`rank_cond`]'s strict test (`MY.Rank > MY.CurrentRank`)
+/// for every job: its `Rank` and `CurrentRank` are each a literal number or missing (a
+/// missing one makes the test undefined, so false), so no job changes the answer. Most
+/// startds advertise `Rank = 0` and `CurrentRank = 0.0`.
+pub(super) fn rank_preemption_ruled_out(ad: &ClassAd) -> bool {
+    // Ok(None): missing; Err: something a job could change.
+    let literal = |name: &str| match ad.lookup(name) {
+        None => Ok(None),
+        Some(Expr::Lit(Value::Int(i))) => Ok(Some(*i as f64)),
+        Some(Expr::Lit(Value::Real(r))) => Ok(Some(*r)),
+        Some(_) => Err(()),
+    };
+    match (literal("Rank"), literal("CurrentRank")) {
+        // rank_cond's numeric test is `r > c`; NaN on either side fails it too.
+        (Ok(Some(r)), Ok(Some(c))) => r.partial_cmp(&c) != Some(std::cmp::Ordering::Greater),
+        (Ok(_), Ok(_)) => true,
+        _ => false,
+    }
+}
+
 /// Why `sub`'s job may take matching slot `si` and its `PREEMPTION_RANK`, or `None` if it
 /// may not (a claimed slot the rules do not let it preempt).
 pub(super) fn preempt_state(

@@ -28,7 +28,7 @@ use super::figures::{Figures, Tally};
 use super::groups::GroupTree;
 use super::keys::{hash_expr, nonliteral_fingerprint, AcTable, FxHasher, Interner};
 use super::limits::{parse_limits, LimitUsage};
-use super::matchmaking::RankConds;
+use super::matchmaking::{priority_preemption_ruled_out, rank_preemption_ruled_out, RankConds};
 use super::scan::*;
 use super::state::{SlotState, State, SubmitterUse};
 use super::tables::*;
@@ -390,13 +390,19 @@ pub(super) fn prepare<'a>(
         .collect();
     let mut busy = Vec::new();
     let mut class_members: Vec<Rc<Vec<u32>>> = Vec::new();
+    let no_priority_preemption = priority_preemption_ruled_out(cfg);
     for (i, (s, st)) in slots.iter().zip(&slot_states).enumerate() {
         if s.remote.is_some() {
             // Without NEGOTIATOR_CONSIDER_PREEMPTION a claimed slot is no candidate at all:
             // HTCondor trims it before matchmaking (trimStartdAds_PreemptionLogic,
             // matchmaker.cpp) and it still counts in the pie. Walking 50,000 claimed slots
-            // for every autocluster was most of a full pool's cycle.
-            if cfg.consider_preemption {
+            // for every autocluster was most of a full pool's cycle. With the default
+            // PREEMPTION_REQUIREMENTS (False) only rank preemption is left, and a slot whose
+            // literal Rank is not above its CurrentRank is no candidate for any job either:
+            // left out the same way, the outcome is the one every autocluster's walk of it
+            // would have found (preempt_state's None), without the walks.
+            let never = no_priority_preemption && rank_preemption_ruled_out(&st.ad);
+            if cfg.consider_preemption && !never {
                 busy.push(i as u32);
             }
         } else {
