@@ -180,7 +180,7 @@ NEGOTIATION = dashboard(
         stat("Idle jobs offered", f"max(aerie_negotiation_last_cycle_idle_jobs{{{CM}}})"),
         row("Cycles"),
         ts("Cycles by outcome", [(f"sum by (outcome) (rate(aerie_negotiation_cycles_total{{{CM}}}[$__rate_interval]))", "{{outcome}}")],
-           unit="ops", desc="completed, paused, no_demand, deposed (leadership lost mid-cycle), failed."),
+           unit="ops", desc="completed, paused, no_demand, syncing (a restarted leader waits for its collector to compare with a peer), deposed (leadership lost mid-cycle), failed."),
         ts("Cycle duration", [(f"max(aerie_negotiation_last_cycle_duration_seconds{{{CM}}})", "last committed"),
                               (q99("aerie_negotiation_cycle_duration_seconds", "instance"), "p99 {{instance}}")],
            unit="s", desc="Over 120 s fires AerieNegotiationCycleSlow."),

@@ -25,6 +25,16 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[(((v.len() - 1) as f64) * p).round() as usize]
 }
 
+/// Seconds since midnight UTC of a log line's timestamp ("2026-11-26T21:00:00.775985Z ...").
+fn seconds_of_day(line: &str) -> Option<f64> {
+    let time = line.split('T').nth(1)?.split('Z').next()?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
 async fn cycles(addr: &str) -> Vec<CycleRecord> {
     query(addr, NegotiatorQuery, true)
         .await
@@ -160,6 +170,10 @@ async fn main() {
             .map(|(_, a)| a)
             .expect("a survivor");
         let t = Instant::now();
+        let killed_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+            .rem_euclid(86_400.0);
         c.kill(leader);
         loop {
             let done = cycles(&watch).await.iter().any(|r| r.term > term);
@@ -173,6 +187,53 @@ async fn main() {
         }
         let s = t.elapsed().as_secs_f64();
         println!("| failover {k}: kill -9 leader {leader} (term {term}) to first completed cycle | {s:.2} s |");
+        // Where the time went: the election (the new leader's "negotiation starts", seconds
+        // after the kill) and its first cycle's phases.
+        // (The leader logs the cycle just after committing its record.)
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for (id, _) in c.running() {
+            let log = c.log(id);
+            let newer = |l: &&str| {
+                l.split("term=").nth(1).and_then(|r| {
+                    r.split(|c: char| !c.is_ascii_digit())
+                        .next()?
+                        .parse::<u64>()
+                        .ok()
+                }) > Some(term)
+            };
+            let Some(start) = log
+                .lines()
+                .filter(|l| l.contains("leader: negotiation starts"))
+                .find(newer)
+            else {
+                continue;
+            };
+            let done = log
+                .lines()
+                .filter(|l| l.contains("negotiation cycle done"))
+                .find(newer);
+            let cycle = done
+                .and_then(|l| l.split("phases_ms=").nth(1))
+                .unwrap_or("-");
+            let done_at = done
+                .and_then(seconds_of_day)
+                .map_or(f64::NAN, |at| (at - killed_at).rem_euclid(86_400.0));
+            // What else the leader said on the way (a failed or skipped cycle, a warning).
+            if std::env::var_os("AERIE_BENCH_FAILOVER_LOG").is_some() {
+                for l in log
+                    .lines()
+                    .skip_while(|l| !std::ptr::eq(*l, start))
+                    .take_while(|l| done.is_none_or(|d| !std::ptr::eq(*l, d)))
+                    .filter(|l| !l.contains("openraft"))
+                    .take(20)
+                {
+                    println!("    {l}");
+                }
+            }
+            let elected =
+                seconds_of_day(start).map_or(f64::NAN, |at| (at - killed_at).rem_euclid(86_400.0));
+            println!("| failover {k}: CM {id} leads {elected:.2} s after the kill, its first cycle ends at {done_at:.2} s (ms) | {cycle} |");
+        }
         failover.push(s);
         c.restart(leader).expect("restart");
         tokio::time::sleep(Duration::from_secs(3)).await;

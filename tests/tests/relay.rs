@@ -294,3 +294,28 @@ async fn absent_and_offline_ads_survive_a_full_cluster_restart() {
     .unwrap_or_else(|e| panic!("{e}"));
     wait_count(&a1, 1, "CM 1 shows the machine live again").await;
 }
+
+/// A restarted CM compares its (empty) table with its peers' at once, not one digest
+/// interval later (an hour here): until it has, a leader would see a fraction of the pool
+/// and charge usage for it alone (the leader waits for that comparison, `AdTable::peer_synced`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_cm_pulls_its_peers_ads_at_once() {
+    let config = CONFIG.replace(
+        "AERIE_COLLECTOR_DIGEST_INTERVAL = 1s",
+        "AERIE_COLLECTOR_DIGEST_INTERVAL = 3600s",
+    );
+    let mut c = Cluster::start_with_config(daemon_bin(BIN), 3, &[], &config).expect("start");
+    wait_leader(&c.running(), Duration::from_secs(20))
+        .await
+        .expect("leader");
+    let (a1, a3) = (c.addr(1), c.addr(3));
+    let ads: Vec<pb::Ad> = (0..20)
+        .map(|i| slot(&format!("slot1@n{i}"), &format!("10.0.4.{i}"), ""))
+        .collect();
+    advertise(&a1, ads).await;
+    wait_count(&a3, 20, "CM 3 holds the slots relayed from CM 1").await;
+    c.kill(3);
+    c.restart(3).expect("restart CM 3");
+    // Nothing is advertised again: only a digest exchange can refill CM 3's table.
+    wait_count(&a3, 20, "restarted CM 3 pulled the slots from a peer").await;
+}

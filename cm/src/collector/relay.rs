@@ -324,6 +324,13 @@ impl Relay {
 
     /// Starts or stops peer workers so they match `members` (id -> address), this CM excluded.
     pub fn set_peers(self: &Arc<Self>, members: &BTreeMap<NodeId, String>) {
+        if members.keys().all(|id| *id == self.id) && !members.is_empty() {
+            // A cluster of one: its table is the whole pool's.
+            self.table
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .mark_peer_synced();
+        }
         let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
         peers.retain(|id, p| {
             let keep = members.get(id) == Some(&p.addr);
@@ -423,7 +430,8 @@ async fn peer_worker(
     };
     let p = relay.params.clone();
     let mut backoff = p.interval;
-    let mut next_digest = tokio::time::Instant::now() + p.digest_interval;
+    // The first digest at once: a restarted CM's table is empty, and its peers hold the pool.
+    let mut next_digest = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(p.interval) => {},
@@ -483,6 +491,11 @@ async fn peer_worker(
             next_digest = tokio::time::Instant::now() + p.digest_interval;
             match exchange_digest(&relay, &mut c).await {
                 Ok((pulled, pushed)) => {
+                    relay
+                        .table
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .mark_peer_synced();
                     metrics::counter!("aerie_collector_relay_digests_total", "peer" => label.clone())
                         .increment(1);
                     metrics::counter!("aerie_collector_relay_repaired_total", "direction" => "pulled")

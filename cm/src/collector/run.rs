@@ -49,6 +49,9 @@ pub fn start(
     };
     let mut table = AdTable::new(params);
     table.set_origin_id(id);
+    // The leader waits this long at most for a first comparison with a peer's table
+    // (immediate on start; a few retries' worth when peers are slow or unreachable).
+    table.expect_peer_sync(std::time::Instant::now() + relay_params.digest_interval * 3);
     let table = Arc::new(RwLock::new(table));
     let relay = Relay::new(id, table.clone(), relay_params);
     let mut svc = CollectorService::new(table.clone()).with_relay(relay.clone());

@@ -32,6 +32,10 @@ pub enum CycleEnd {
     /// nothing is committed (an idle pool does not grow the Raft log; the next tick charges
     /// the whole elapsed interval, and without submitters no job holds a slot to charge).
     NoDemand,
+    /// This CM restarted and its collector has not yet compared its table with a peer's (it
+    /// sees only the nodes that updated since): nothing is charged or negotiated until it has,
+    /// for at most a few digest intervals (`AdTable::peer_synced`).
+    Syncing,
 }
 
 /// The figures of a completed cycle.
@@ -119,6 +123,9 @@ impl Leader {
         // 2. The pool as this CM's collector sees it.
         let snap = {
             let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+            if !t.peer_synced(Instant::now()) {
+                return Ok(CycleEnd::Syncing);
+            }
             PoolSnapshot::take(&t)
         };
         phases.end("snapshot", Instant::now());
@@ -150,24 +157,29 @@ impl Leader {
             tracing::warn!(term, cycle, offset_seconds = clock.offset, "{w}");
         }
         let usage = claimed_usage(&snap.slots, use_slot_weights);
-        match self
-            .commit(Command::Accountant(AccountantCommand::Tick { now, usage }))
-            .await?
-        {
+        let name = negotiator_name(&self.addr);
+        let aps = snap.access_points();
+        let significant = significant_names(&cfg, &snap.slots);
+        phases.end("significant", Instant::now());
+
+        // 4. The tick's commit and the access points' idle jobs at once: neither needs the
+        // other, and both mostly wait (a quorum's fsync; the access points' answers).
+        let tick = async {
+            let r = self
+                .commit(Command::Accountant(AccountantCommand::Tick { now, usage }))
+                .await;
+            (r, Instant::now())
+        };
+        let fetch = fetch_jobs(aps, term, cycle, &name, significant, self.knobs.ap_timeout);
+        let ((ticked, tick_done), jobs) = tokio::join!(tick, fetch);
+        match ticked? {
             None => return Ok(CycleEnd::Deposed { step: "tick" }),
             Some(r) if !r.ok => {
                 tracing::warn!(term, cycle, error = %r.error, "accountant tick refused; negotiating with the ledger as it is")
             }
             Some(_) => {}
         }
-        phases.end("tick", Instant::now());
-
-        // 4. Idle jobs from every access point.
-        let name = negotiator_name(&self.addr);
-        let aps = snap.access_points();
-        let significant = significant_names(&cfg, &snap.slots);
-        phases.end("significant", Instant::now());
-        let jobs = fetch_jobs(aps, term, cycle, &name, significant, self.knobs.ap_timeout).await;
+        phases.end_overlapped("tick", tick_done);
         phases.end("requests", Instant::now());
 
         // 5. The ledger after the tick (the policy was taken at step 1).
@@ -230,6 +242,13 @@ impl Leader {
         );
         phases.end("build_grants", Instant::now());
         let undeliverable = grants.undeliverable.len() as u64;
+        // Signed before the lease is taken: the lease (80 % of the shortest election timeout)
+        // is then all for delivery. A grant signed by a leader that turns out deposed is never
+        // sent.
+        if let Some(signer) = super::grants::leader_signer() {
+            super::grants::sign_grants(&mut grants, signer, term, unix_now());
+        }
+        phases.end("sign", Instant::now());
         let lease_end = match self
             .leadership
             .confirm_lease(self.knobs.ap_timeout, self.lease)
@@ -245,10 +264,6 @@ impl Leader {
             return Ok(CycleEnd::Deposed { step: "deliver" });
         }
         phases.end("lease", Instant::now());
-        if let Some(signer) = super::grants::leader_signer() {
-            super::grants::sign_grants(&mut grants, signer, term, unix_now());
-        }
-        phases.end("sign", Instant::now());
         let mut delivery = deliver(
             grants,
             term,

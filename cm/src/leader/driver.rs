@@ -32,6 +32,7 @@ pub(super) async fn cycles(l: &Leader, term: u64, timing: &mut Timing) {
         addr: l.addr.clone(),
         ..Default::default()
     };
+    let mut syncing_logged = false;
     // The timing of the replicated policy, recomputed when its version changes.
     let mut timing_of: Option<(u64, super::Knobs)> = None;
     while l.leadership.leads(term) {
@@ -98,6 +99,19 @@ pub(super) async fn cycles(l: &Leader, term: u64, timing: &mut Timing) {
                 facts.leader_id = l.id;
                 facts.cycle_requests_seen = seen_requests;
                 l.publish_ad(&facts);
+            }
+            Ok(CycleEnd::Syncing) => {
+                stats::record_cycle("syncing");
+                if !syncing_logged {
+                    syncing_logged = true;
+                    tracing::info!(
+                        term,
+                        "collector not yet compared with a peer's since this CM started: the cycle waits for it"
+                    );
+                }
+                // Again at the next poll, not a whole interval later.
+                next_due = Instant::now();
+                tokio::time::sleep(POLL).await;
             }
             Ok(CycleEnd::NoDemand) => {
                 stats::record_cycle("no_demand");

@@ -91,7 +91,7 @@ pub fn build_grants(
             carve_disk,
             preempts: m.preempts.is_some(),
             autocluster: autocluster.get(m.job_index).cloned().unwrap_or_default(),
-            // Signed once the cycle knows it still leads (sign_grants).
+            // Signed by sign_grants before the delivery lease is taken (sent only within it).
             signed: None,
         });
     }

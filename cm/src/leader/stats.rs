@@ -33,6 +33,16 @@ impl Phases {
         self.last = now;
     }
 
+    /// The phase `phase`, which ran alongside the next one from the same start, ended at
+    /// `at`: the next phase is still timed from that start (so such phases add up to more
+    /// than the cycle).
+    pub fn end_overlapped(&mut self, phase: &'static str, at: Instant) {
+        let d = at.saturating_duration_since(self.last);
+        metrics::histogram!("aerie_negotiation_phase_duration_seconds", "phase" => phase)
+            .record(d.as_secs_f64());
+        self.done.push((phase, d));
+    }
+
     /// The phases so far in milliseconds, `confirm=1 snapshot=40 ...`: where a slow cycle
     /// spent its time, in the log line an operator reads first.
     pub fn summary(&self) -> String {
@@ -45,7 +55,7 @@ impl Phases {
     }
 }
 
-/// A cycle ended: "completed", "paused", "no_demand", "deposed" or "failed".
+/// A cycle ended: "completed", "paused", "no_demand", "syncing", "deposed" or "failed".
 pub fn record_cycle(outcome: &'static str) {
     metrics::counter!("aerie_negotiation_cycles_total", "outcome" => outcome).increment(1);
 }

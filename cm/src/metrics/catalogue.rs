@@ -121,7 +121,7 @@ pub const CATALOGUE: &[Desc] = &[
     d("aerie_pool_submitter_jobs", G, &["submitter", "status"], "all", "Jobs per submitter from its Submitter ads (status: idle, running, held)."),
     // Negotiation, on the leader as it runs.
     d("aerie_negotiation_leader", G, &[], "all", "1 while this CM runs the negotiation loop (it leads)."),
-    d("aerie_negotiation_cycles_total", C, &["outcome"], "leader", "Negotiation cycles by outcome (completed, paused, no_demand, deposed, failed)."),
+    d("aerie_negotiation_cycles_total", C, &["outcome"], "leader", "Negotiation cycles by outcome (completed, paused, no_demand, syncing, deposed, failed)."),
     d("aerie_negotiation_cycle_duration_seconds", H, &[], "leader", "Duration of completed negotiation cycles."),
     d("aerie_negotiation_phase_duration_seconds", H, &["phase"], "leader", "Duration of each cycle phase (confirm, snapshot, tick, requests, matchmaking, grants, record)."),
     d("aerie_negotiation_matches_total", C, &[], "leader", "Matches made by completed cycles."),

@@ -324,6 +324,11 @@ pub struct AdTable {
     origin_id: u64,
     /// Orders the updates this CM receives within one second.
     seq: u64,
+    /// See [`AdTable::peer_synced`]: `None` until a relay expects a comparison with a peer
+    /// (a table without peers is complete as it is), then when to stop waiting for one.
+    sync_wait: Option<std::time::Instant>,
+    /// The table was compared with a peer's (a digest exchange) since this CM started.
+    synced_with_peer: bool,
 }
 
 /// The most evaluation steps one query's constraint may take over all the ads it looks at

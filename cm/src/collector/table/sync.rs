@@ -128,6 +128,26 @@ impl AdTable {
         self.origin_id
     }
 
+    /// A relay will compare this table with its peers'; until one comparison is done, or
+    /// `until` passes, the table is not [`AdTable::peer_synced`].
+    pub fn expect_peer_sync(&mut self, until: std::time::Instant) {
+        self.sync_wait = Some(until);
+    }
+
+    /// A comparison with a peer's table (a digest exchange) completed, or there is no peer.
+    pub fn mark_peer_synced(&mut self) {
+        self.synced_with_peer = true;
+    }
+
+    /// Whether the table holds the pool as the other CMs know it, as far as this CM can
+    /// tell: it was compared with a peer's since this CM started, it has no peers, or the
+    /// wait for one is over. A restarted CM starts empty and hears most nodes again only
+    /// at their next update (minutes); a leader negotiating and charging usage from such a
+    /// table would see a fraction of the pool and charge its users almost nothing.
+    pub fn peer_synced(&self, now: std::time::Instant) -> bool {
+        self.synced_with_peer || self.sync_wait.is_none_or(|until| now >= until)
+    }
+
     /// The version an ad is stored under.
     pub fn version_of(&self, key: &AdKey) -> Option<Version> {
         self.ads.get(key).map(|e| e.version)

@@ -187,3 +187,17 @@ fn relayed_ads_expire_by_their_age_whatever_the_sender_clock() {
         .unwrap()
         .is_none());
 }
+
+#[test]
+fn a_table_is_peer_synced_once_compared_or_once_the_wait_is_over() {
+    let now = std::time::Instant::now();
+    let wait = std::time::Duration::from_secs(30);
+    // No relay expects a comparison (a table in a test, a tool): complete as it is.
+    assert!(AdTable::new(params()).peer_synced(now));
+    let mut t = AdTable::new(params());
+    t.expect_peer_sync(now + wait);
+    assert!(!t.peer_synced(now));
+    assert!(t.peer_synced(now + wait), "the wait is bounded");
+    t.mark_peer_synced();
+    assert!(t.peer_synced(now));
+}
