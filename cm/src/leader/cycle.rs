@@ -89,8 +89,21 @@ impl Leader {
     ) -> Result<CycleEnd, CycleError> {
         let started = Instant::now();
         let mut phases = Phases::start(started);
-        // 1. Everything committed before this point is applied here.
-        match self.leadership.confirm(self.knobs.ap_timeout).await {
+        // 1. Everything committed before this point is applied here. 2. The pool as this
+        // CM's collector sees it, taken while the confirmation is in flight: the collector's
+        // table is not Raft state, and a new leader's first confirmation waits for its term's
+        // first entry to commit (a tenth of a second or more, as long as the snapshot).
+        let confirm = async {
+            let r = self.leadership.confirm(self.knobs.ap_timeout).await;
+            (r, Instant::now())
+        };
+        let take = async {
+            let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+            t.peer_synced(Instant::now())
+                .then(|| (PoolSnapshot::take(&t), Instant::now()))
+        };
+        let ((confirmed, confirmed_at), taken) = tokio::join!(confirm, take);
+        match confirmed {
             Err(ConfirmError::Timeout(_)) => return Err("leadership not confirmed in time".into()),
             Err(ConfirmError::NotLeader) => return Ok(CycleEnd::Deposed { step: "confirm" }),
             Ok(()) => {}
@@ -98,7 +111,7 @@ impl Leader {
         if !self.leads(term) {
             return Ok(CycleEnd::Deposed { step: "confirm" });
         }
-        phases.end("confirm", Instant::now());
+        phases.end_overlapped("confirm", confirmed_at);
         // The policy in force now is the one this cycle negotiates with and records.
         let (paused, state_now, last_tick, cfg, policy_version, knobs) = {
             let a = self.state.read().unwrap_or_else(|p| p.into_inner());
@@ -120,15 +133,11 @@ impl Leader {
             return Ok(CycleEnd::Paused);
         }
 
-        // 2. The pool as this CM's collector sees it.
-        let snap = {
-            let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-            if !t.peer_synced(Instant::now()) {
-                return Ok(CycleEnd::Syncing);
-            }
-            PoolSnapshot::take(&t)
+        let Some((snap, taken_at)) = taken else {
+            return Ok(CycleEnd::Syncing);
         };
-        phases.end("snapshot", Instant::now());
+        phases.end_overlapped("snapshot", taken_at);
+        phases.resume(Instant::now());
         if snap.submitters.is_empty() {
             return Ok(CycleEnd::NoDemand);
         }

@@ -43,6 +43,11 @@ impl Phases {
         self.done.push((phase, d));
     }
 
+    /// The next phase is timed from `now` (after phases that ran alongside each other).
+    pub fn resume(&mut self, now: Instant) {
+        self.last = now;
+    }
+
     /// The phases so far in milliseconds, `confirm=1 snapshot=40 ...`: where a slow cycle
     /// spent its time, in the log line an operator reads first.
     pub fn summary(&self) -> String {
