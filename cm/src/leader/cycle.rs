@@ -97,12 +97,16 @@ impl Leader {
             let r = self.leadership.confirm(self.knobs.ap_timeout).await;
             (r, Instant::now())
         };
-        let take = async {
-            let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        // On a thread of its own: on an async worker it held up the confirmation it was
+        // meant to overlap (Raft's core runs on those workers).
+        let table = self.table.clone();
+        let take = tokio::task::spawn_blocking(move || {
+            let t = table.read().unwrap_or_else(|p| p.into_inner());
             t.peer_synced(Instant::now())
                 .then(|| (PoolSnapshot::take(&t), Instant::now()))
-        };
+        });
         let ((confirmed, confirmed_at), taken) = tokio::join!(confirm, take);
+        let taken = taken.map_err(|e| format!("pool snapshot task failed: {e}"))?;
         match confirmed {
             Err(ConfirmError::Timeout(_)) => return Err("leadership not confirmed in time".into()),
             Err(ConfirmError::NotLeader) => return Ok(CycleEnd::Deposed { step: "confirm" }),
