@@ -66,6 +66,45 @@ fn absent_table() -> AdTable {
 const SLOT: &str =
     "MyType = \"Machine\"\nName = \"s@a\"\nMyAddress = \"<10.0.0.1:1>\"\nMemory = 1\n";
 
+/// The one absent/offline ad a plan commits.
+struct Put {
+    ad_type: String,
+    name: String,
+    text: String,
+    time: i64,
+}
+
+impl Put {
+    /// `rep` once the leader's command is committed.
+    fn commit_into(&self, rep: &mut Replicated) {
+        rep.entry(self.ad_type.clone()).or_default().insert(
+            self.name.clone(),
+            AdRecord {
+                text: self.text.clone(),
+                time: self.time,
+            },
+        );
+    }
+}
+
+/// The plan's only command, which must be a `PutAd`.
+fn only_put(cmds: &[Command]) -> Put {
+    match cmds {
+        [Command::PutAd {
+            ad_type,
+            name,
+            text,
+            time,
+        }] => Put {
+            ad_type: ad_type.clone(),
+            name: name.clone(),
+            text: text.clone(),
+            time: *time,
+        },
+        _ => panic!("one PutAd expected: {cmds:?}"),
+    }
+}
+
 #[test]
 fn leader_commits_new_absent_ads_then_removes_them_when_the_machine_returns() {
     let mut t = absent_table();
@@ -73,27 +112,13 @@ fn leader_commits_new_absent_ads_then_removes_them_when_the_machine_returns() {
     assert_eq!(t.expire(T0 + 901).made_absent.len(), 1);
     let mut rep = Replicated::new();
     let cmds = plan(&t, &rep, T0 + 902);
-    let [Command::PutAd {
-        ad_type,
-        name,
-        text,
-        time,
-    }] = cmds.as_slice()
-    else {
-        panic!("{cmds:?}")
-    };
+    let put = only_put(&cmds);
     assert_eq!(
-        (ad_type.as_str(), name.as_str(), *time),
+        (put.ad_type.as_str(), put.name.as_str(), put.time),
         ("Machine", "s@a 10.0.0.1", T0 + 901)
     );
-    assert!(text.contains("Absent = true"));
-    rep.entry(ad_type.clone()).or_default().insert(
-        name.clone(),
-        AdRecord {
-            text: text.clone(),
-            time: *time,
-        },
-    );
+    assert!(put.text.contains("Absent = true"));
+    put.commit_into(&mut rep);
     // Once replicated (and mirrored), nothing more to do.
     t.sync_replicated(&replicated_ads(&rep));
     assert!(plan(&t, &rep, T0 + 903).is_empty());
@@ -138,23 +163,8 @@ fn offline_ads_go_to_their_own_bucket_and_pending_ads_wait_for_a_leader() {
         "{cmds:?}"
     );
     // Committed, then removed by the leader: the mirror drops it.
-    let [Command::PutAd {
-        ad_type,
-        name,
-        text,
-        time,
-    }] = cmds.as_slice()
-    else {
-        unreachable!()
-    };
     let mut rep = Replicated::new();
-    rep.entry(ad_type.clone()).or_default().insert(
-        name.clone(),
-        AdRecord {
-            text: text.clone(),
-            time: *time,
-        },
-    );
+    only_put(&cmds).commit_into(&mut rep);
     t.sync_replicated(&replicated_ads(&rep));
     assert_eq!(t.len(), 1);
     t.sync_replicated(&[]);
@@ -341,25 +351,11 @@ fn an_offline_ad_whose_relay_was_lost_reaches_the_leader_by_digest_until_committ
         .apply_relayed_text(item.text.as_deref().unwrap(), item.version, T0)
         .unwrap();
     let cmds = plan(&leader, &Replicated::new(), T0 + 1);
-    let [Command::PutAd {
-        ad_type,
-        name,
-        text,
-        time,
-    }] = cmds.as_slice()
-    else {
-        panic!("{cmds:?}")
-    };
-    assert_eq!(ad_type, OFFLINE_BUCKET);
+    let put = only_put(&cmds);
+    assert_eq!(put.ad_type, OFFLINE_BUCKET);
     // Committed and mirrored on both: Raft carries it from now on, the digest no longer.
     let mut rep = Replicated::new();
-    rep.entry(ad_type.clone()).or_default().insert(
-        name.clone(),
-        AdRecord {
-            text: text.clone(),
-            time: *time,
-        },
-    );
+    put.commit_into(&mut rep);
     for t in [&mut cm3, &mut leader] {
         t.sync_replicated(&replicated_ads(&rep));
         assert!(t.digest().is_empty(), "{:?}", t.digest());
