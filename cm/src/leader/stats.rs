@@ -26,11 +26,8 @@ impl Phases {
 
     /// The phase `phase` ended at `now`.
     pub fn end(&mut self, phase: &'static str, now: Instant) {
-        let d = now.saturating_duration_since(self.last);
-        metrics::histogram!("aerie_negotiation_phase_duration_seconds", "phase" => phase)
-            .record(d.as_secs_f64());
-        self.done.push((phase, d));
-        self.last = now;
+        self.end_overlapped(phase, now);
+        self.resume(now);
     }
 
     /// The phase `phase`, which ran alongside the next one from the same start, ended at

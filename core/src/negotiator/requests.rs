@@ -57,17 +57,24 @@ impl RequestGroup {
     }
 }
 
-/// The names the leader asks access points to group their jobs by: the cycle's fixed roots,
-/// what the negotiator's expressions reference, `SIGNIFICANT_ATTRIBUTES`, and every name an
-/// expression of a slot ad references (a superset of what the cycle reaches through them,
-/// consumption policies included), lowercased and sorted.
-pub fn significant_names(cfg: &NegotiatorConfig, slots: &[ClassAd]) -> Vec<String> {
+/// The significant names that come from the configuration alone: the cycle's fixed roots,
+/// what the negotiator's expressions reference and `SIGNIFICANT_ATTRIBUTES`, lowercased.
+fn configured_names(cfg: &NegotiatorConfig) -> std::collections::BTreeSet<String> {
     let mut names = significant_roots(cfg);
     names.extend(
         cfg.significant_attributes
             .iter()
             .map(|a| a.to_ascii_lowercase()),
     );
+    names
+}
+
+/// The names the leader asks access points to group their jobs by: the cycle's fixed roots,
+/// what the negotiator's expressions reference, `SIGNIFICANT_ATTRIBUTES`, and every name an
+/// expression of a slot ad references (a superset of what the cycle reaches through them,
+/// consumption policies included), lowercased and sorted.
+pub fn significant_names(cfg: &NegotiatorConfig, slots: &[ClassAd]) -> Vec<String> {
+    let mut names = configured_names(cfg);
     // Slots of a pool mostly share their expressions (Requirements, Start, Rank...), each
     // parsed on its own: one walk for references per distinct expression, found by its
     // structural hash and confirmed with `same_as` (listing the references of every
@@ -97,12 +104,7 @@ pub fn significant_names(cfg: &NegotiatorConfig, slots: &[ClassAd]) -> Vec<Strin
 /// what the shortcut must agree with.
 #[cfg(test)]
 fn significant_names_unshared(cfg: &NegotiatorConfig, slots: &[ClassAd]) -> Vec<String> {
-    let mut names = significant_roots(cfg);
-    names.extend(
-        cfg.significant_attributes
-            .iter()
-            .map(|a| a.to_ascii_lowercase()),
-    );
+    let mut names = configured_names(cfg);
     for ad in slots {
         for (_, e) in ad.iter() {
             let r = e.references();
