@@ -42,7 +42,6 @@ arguments = hello from the smoke test
 initialdir = $jobdir
 output = out.txt
 error = err.txt
-request_memory = 64
 queue
 SUB
 (cd "$jobdir" && as cmctl submit job.sub) || fail "cmctl submit as $user"

@@ -12,7 +12,8 @@
 //! * `cmctl drain`: `-graceful` lets the running job finish within its retirement time and
 //!   leaves the slot Drained, `-fast` kills the job (idle again), `-cancel` undoes both;
 //! * a lost access point (`kill -9`): the node drops the claim once its lease passes, kills
-//!   the job and the slot is Unclaimed again.
+//!   the job and the slot is Unclaimed again;
+//! * a job that requests no memory runs, held to its dynamic slot's memory.
 //!
 //! Jobs are submitted as root, so the node (run as root by the tests) runs them as `nobody`
 //! (`STARTER_ALLOW_RUNAS_OWNER = False`, as scripts/run.sh configures it); the test's
@@ -108,10 +109,25 @@ impl Pool {
     /// Submits a job running `executable` with `arguments` and the extra submit commands
     /// `extra`; its cluster id.
     fn submit(&self, name: &str, executable: &str, arguments: &str, extra: &str) -> i64 {
+        self.submit_without_memory(
+            name,
+            executable,
+            arguments,
+            &format!("request_memory = 64\n{extra}"),
+        )
+    }
+
+    /// [`Pool::submit`] without a `request_memory`: the job gets condor_submit's default.
+    fn submit_without_memory(
+        &self,
+        name: &str,
+        executable: &str,
+        arguments: &str,
+        extra: &str,
+    ) -> i64 {
         let desc = format!(
             "executable = {executable}\ntransfer_executable = false\narguments = {arguments}\n\
-             initialdir = {}\noutput = {name}.out\nerror = {name}.err\nrequest_memory = 64\n\
-             {extra}\nqueue\n",
+             initialdir = {}\noutput = {name}.out\nerror = {name}.err\n{extra}\nqueue\n",
             self.path().display()
         );
         self.ap
@@ -252,6 +268,24 @@ fn assert_back_to_idle_from(job: &ClassAd, cluster: i64, slot: &str) {
         job.contains("LastVacateTime"),
         "job {cluster}: no LastVacateTime"
     );
+}
+
+/// A job that requests no memory has condor_submit's default `RequestMemory`, its
+/// executable's size in MiB (about 1). A node that held it to that died with exit code 127
+/// before its C library loaded, with no output. It is held to its slot's memory instead: the
+/// negotiator's default quantum, 128 MiB, for a dynamic slot (without cgroup v2, as here,
+/// as its address-space limit, which `ulimit -v` shows in KiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_requests_no_memory_runs_held_to_its_slots_memory() {
+    let p = Pool::start("", "SLOT_TYPE_0_PARTITIONABLE = true\n", "").await;
+    let job = p.submit_without_memory("nomem", "/bin/sh", "\"-c 'ulimit -v'\"", "");
+    let ad = p
+        .wait_job(job, "the job completed", status_is(COMPLETED))
+        .await;
+    assert_eq!(int(&ad, "ExitCode"), Some(0), "{}", p.logs());
+    assert!(int(&ad, "RequestMemory").is_some_and(|m| m < 128), "{ad:?}");
+    let out = std::fs::read_to_string(p.path().join("nomem.out")).unwrap();
+    assert_eq!(out.trim(), (128 * 1024).to_string(), "{}", p.logs());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

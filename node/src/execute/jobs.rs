@@ -9,8 +9,8 @@ use super::run::{unix_now, Node};
 use super::slots::JobEnd;
 use crate::starter::cpu_load::LoadMeter;
 use crate::starter::{
-    self, ExitOutcome, ExitReport, JobDescription, JobGuard, JobProcess, StartError, Starter,
-    StarterConfig,
+    self, ExitOutcome, ExitReport, JobDescription, JobGuard, JobProcess, MemoryLimits, StartError,
+    Starter, StarterConfig,
 };
 use aerie_proto::execute::{self as xpb, job_event_request::Event as Ev};
 use std::collections::HashMap;
@@ -289,7 +289,15 @@ impl Node {
         });
         let local = req.slot.split('@').next().unwrap_or("slot");
         let n = self.seq.fetch_add(1, Ordering::SeqCst);
-        let mut prepared = starter.prepare(&format!("{local}_{n}"), desc)?;
+        // The slot's memory as it is now: a dynamic slot has just been carved for this job.
+        let memory = match self.with_mgr(|m| m.slot_ad(&req.slot)) {
+            Ok(slot) => self.starter.memory.for_job(&slot, ad),
+            Err(e) => {
+                tracing::warn!(slot = %req.slot, error = %e, "no slot ad; the job's memory is not limited");
+                MemoryLimits::default()
+            }
+        };
+        let mut prepared = starter.prepare(&format!("{local}_{n}"), desc, memory)?;
         for f in &req.inputs {
             if f.executable {
                 prepared.put_executable(&f.data)?;

@@ -16,7 +16,7 @@ use crate::startd::ad::MachineFacts;
 use crate::startd::layout;
 use crate::startd::load::Connected;
 use crate::startd::machine::{self, Machine};
-use crate::starter::{cpu_load, LimitMethod, RunAsPolicy};
+use crate::starter::{cpu_load, LimitMethod, MemoryKnobs, RunAsPolicy};
 use aerie_config::{Config, Context as CfgContext, LoadOptions};
 use aerie_proto::negotiation as npb;
 use anyhow::Context;
@@ -43,6 +43,8 @@ pub struct StarterSetup {
     pub execute_dir: PathBuf,
     /// cgroup v2 or rlimits.
     pub limits: LimitMethod,
+    /// What a job's memory is held to (`CGROUP_MEMORY_LIMIT_POLICY`, `STARTER_RLIMIT_AS`).
+    pub memory: MemoryKnobs,
     /// The configuration (`STARTER_ALLOW_RUNAS_OWNER`, `SLOT<N>_USER`).
     pub config: Config,
     /// The program that runs the job guard (`aerie-node job-guard`, [`crate::starter::guard`]);
@@ -394,6 +396,8 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let bad_utmp = cfg.bool_or("STARTD_HAS_BAD_UTMP", false).map_err(err)?;
     let connected = Connected::from_config(&cfg, 0).map_err(err)?;
     let limits = limit_method(&cfg)?;
+    let memory = MemoryKnobs::from_knobs(|k| cfg.expanded(k).ok().flatten())
+        .map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
     // HTCondor's master gives a graceful shutdown this long before it goes fast.
     let grace = cfg
         .int_or("SHUTDOWN_GRACEFUL_TIMEOUT", 1800)
@@ -435,6 +439,7 @@ pub async fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let starter = StarterSetup {
         execute_dir: execute_dir.clone(),
         limits: limits.clone(),
+        memory,
         config: cfg.clone(),
         // This very binary, whatever became of its file since it started.
         job_guard: Some(PathBuf::from("/proc/self/exe")),

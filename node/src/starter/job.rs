@@ -2,8 +2,8 @@
 //!
 //! The attributes are those HTCondor's starter reads (`condor_starter.V6.1/jic_shadow.cpp`,
 //! `os_proc.cpp`, `user_proc.cpp`): `Cmd`, `Arguments`/`Args`, `Environment`/`Env`
-//! (+`EnvDelim`), `In`/`Out`/`Err`, `KillSig`, `Owner`, `RequestMemory`, `RequestCpus`,
-//! `JobMaxVacateTime`, `TransferInput`, `TransferOutput`. With file transfer (no shared file
+//! (+`EnvDelim`), `In`/`Out`/`Err`, `KillSig`, `Owner`, `RequestCpus`, `JobMaxVacateTime`,
+//! `TransferInput`, `TransferOutput`. With file transfer (no shared file
 //! system is assumed) the standard files live in the sandbox under their base names, as
 //! `JICShadow::getJobStdFile` does; `/dev/null` (or no attribute) means none.
 
@@ -33,8 +33,6 @@ pub struct JobDescription {
     pub kill_sig: Signal,
     /// `Owner`: the submitting user.
     pub owner: String,
-    /// `RequestMemory`, in MiB, when the ad gives a number.
-    pub request_memory_mb: Option<u64>,
     /// `RequestCpus` (1 when absent).
     pub request_cpus: u32,
     /// `JobMaxVacateTime`, in seconds, when the ad gives it.
@@ -153,15 +151,6 @@ impl JobDescription {
                 ))
             }
         };
-        let request_memory_mb = number_attr(ad, "RequestMemory")?
-            .map(|m| {
-                if m.is_finite() && m >= 0.0 {
-                    Ok(m.ceil() as u64)
-                } else {
-                    Err(bad("RequestMemory", format!("{m} is not a size")))
-                }
-            })
-            .transpose()?;
         let request_cpus = match number_attr(ad, "RequestCpus")? {
             None => 1,
             Some(c) if c.is_finite() && c >= 1.0 => c as u32,
@@ -192,7 +181,6 @@ impl JobDescription {
             stderr: std_file(ad, "Err")?,
             kill_sig,
             owner,
-            request_memory_mb,
             request_cpus,
             job_max_vacate_time,
             transfer_executable,
@@ -213,7 +201,6 @@ impl JobDescription {
             stderr: None,
             kill_sig: Signal::SIGTERM,
             owner: owner.to_string(),
-            request_memory_mb: None,
             request_cpus: 1,
             job_max_vacate_time: None,
             transfer_executable: false,
@@ -251,7 +238,6 @@ mod tests {
         assert_eq!(job.stdout.as_deref(), Some("out.txt"));
         assert_eq!(job.stderr, None);
         assert_eq!(job.kill_sig, Signal::SIGINT);
-        assert_eq!(job.request_memory_mb, Some(256));
         assert_eq!(job.request_cpus, 2);
         assert_eq!(job.job_max_vacate_time, Some(30));
         assert!(job.transfer_executable);
@@ -273,7 +259,6 @@ mod tests {
         assert_eq!(job.env.get("A").map(String::as_str), Some("1;2"));
         assert_eq!(job.kill_sig, Signal::SIGTERM);
         assert_eq!(job.request_cpus, 1);
-        assert_eq!(job.request_memory_mb, None);
         assert_eq!(job.transfer_output, None);
         assert!(!job.transfer_executable);
     }
@@ -299,8 +284,8 @@ mod tests {
             "KillSig"
         );
         assert_eq!(
-            err(r#"[ Cmd = "x"; Owner = "a"; RequestMemory = "lots" ]"#),
-            "RequestMemory"
+            err(r#"[ Cmd = "x"; Owner = "a"; RequestCpus = "lots" ]"#),
+            "RequestCpus"
         );
         assert_eq!(err(r#"[ Cmd = 3; Owner = "a" ]"#), "Cmd");
     }

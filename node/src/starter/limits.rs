@@ -1,18 +1,30 @@
 //! How a job's resources are limited: cgroup v2 where the host delegates a writable subtree,
 //! rlimits otherwise (`condor_starter.V6.1/cgroup_limits.cpp`, `vanilla_proc.cpp`).
 //!
+//! What a job's memory is held to is its slot's provisioned `Memory`, not its
+//! `RequestMemory`: HTCondor's starter takes the limit from the machine ad under
+//! `CGROUP_MEMORY_LIMIT_POLICY = hard` (its default since 23.0; `none` sets no limit). The
+//! two differ: a job that requests nothing has `RequestMemory` = its `ImageSize` in MiB (about
+//! 1), while its slot has what the admin provisioned, at least the negotiator's quantum (128
+//! MiB by default) for a dynamic slot. A limit of the request would kill such a job before its
+//! C library is loaded.
+//!
 //! With cgroup v2 each job gets its own cgroup under the delegated one (HTCondor's
-//! `BASE_CGROUP`): `memory.max` from `RequestMemory`, `cpu.weight` from `RequestCpus` (100 per
-//! core, the kernel's default weight being 100 for one), the job's processes placed in it
+//! `BASE_CGROUP`): `memory.max` from the slot's memory, `cpu.weight` from `RequestCpus` (100
+//! per core, the kernel's default weight being 100 for one), the job's processes placed in it
 //! before they exec, its peak from `memory.peak`, and its every process killed through
 //! `cgroup.kill` when the job ends. Without a delegated cgroup (a cgroup v1 host, a container,
-//! a personal pool) the job's processes get `RLIMIT_AS` = `RequestMemory` (Aerie's choice,
-//! rather than `RLIMIT_DATA`, so that mapped files count too): each process is held to its
-//! address space, which a job of many processes can exceed in total, and CPU is not weighted.
-//! Which one a node uses is decided once, logged, and shown in the slot ad
+//! a personal pool) the job's processes get `RLIMIT_AS` = the slot's memory (Aerie's
+//! stand-in for the cgroup: HTCondor sets no memory limit there), so that mapped files count
+//! too: each process is held to its address space, which a job of many processes can exceed
+//! in total, and CPU is not weighted. `STARTER_RLIMIT_AS` (an expression in MiB, the slot ad
+//! as `MY` and the job ad as `TARGET`, as in HTCondor) sets `RLIMIT_AS` instead, with or
+//! without a cgroup: for programs that reserve much more address space than they use.
+//! Which method a node uses is decided once, logged, and shown in the slot ad
 //! ([`LimitMethod::name`]).
 
 use super::job::JobDescription;
+use classad::{ClassAd, Expr, Value};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -97,24 +109,107 @@ fn check_delegated(base: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The limits one job gets, from its request (pure).
+/// The node's memory knobs: `CGROUP_MEMORY_LIMIT_POLICY` and `STARTER_RLIMIT_AS`.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryKnobs {
+    /// `CGROUP_MEMORY_LIMIT_POLICY = none`: the slot's memory limits nothing.
+    pub no_slot_limit: bool,
+    /// `STARTER_RLIMIT_AS`, parsed.
+    pub rlimit_as: Option<Expr>,
+}
+
+impl MemoryKnobs {
+    /// Reads the knobs; an error names the knob and what is wrong with it. HTCondor's `soft`
+    /// and `custom` policies (cgroup soft limits and admin expressions) are refused rather than
+    /// silently treated as another.
+    pub fn from_knobs(knob: impl Fn(&str) -> Option<String>) -> Result<MemoryKnobs, String> {
+        let no_slot_limit = match knob("CGROUP_MEMORY_LIMIT_POLICY") {
+            None => false,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "hard" => false,
+                "none" => true,
+                _ => {
+                    return Err(format!(
+                        "CGROUP_MEMORY_LIMIT_POLICY = {v}: Aerie supports hard and none"
+                    ))
+                }
+            },
+        };
+        let rlimit_as = match knob("STARTER_RLIMIT_AS").filter(|v| !v.trim().is_empty()) {
+            None => None,
+            Some(v) => Some(
+                classad::parse_expr(&v)
+                    .map_err(|e| format!("STARTER_RLIMIT_AS = {v}: not an expression: {e}"))?,
+            ),
+        };
+        Ok(MemoryKnobs {
+            no_slot_limit,
+            rlimit_as,
+        })
+    }
+
+    /// What the job of `job_ad` on the slot of `slot_ad` is held to (pure).
+    pub fn for_job(&self, slot_ad: &ClassAd, job_ad: &ClassAd) -> MemoryLimits {
+        let mib = |v: Value| match v {
+            Value::Int(n) if n > 0 => Some(n as u64),
+            Value::Real(r) if r.is_finite() && r >= 1.0 => Some(r as u64),
+            _ => None,
+        };
+        MemoryLimits {
+            slot_mib: if self.no_slot_limit {
+                None
+            } else {
+                mib(slot_ad.eval_attr("Memory"))
+            },
+            // HTCondor takes only an integer result; anything else sets no limit.
+            address_space_mib: self.rlimit_as.as_ref().and_then(|e| {
+                match slot_ad.eval_expr_with(e, Some(job_ad)) {
+                    v @ Value::Int(_) => mib(v),
+                    _ => None,
+                }
+            }),
+        }
+    }
+}
+
+/// What one job's memory is held to, in MiB, before the limit method is known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryLimits {
+    /// The slot's provisioned `Memory` (none under `CGROUP_MEMORY_LIMIT_POLICY = none`).
+    pub slot_mib: Option<u64>,
+    /// `STARTER_RLIMIT_AS` for this job, when set.
+    pub address_space_mib: Option<u64>,
+}
+
+/// The limits one job gets (pure).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobLimits {
-    /// The memory limit in bytes, from `RequestMemory` (MiB); none when not requested.
+    /// The cgroup's `memory.max` in bytes: the slot's memory.
     pub memory_bytes: Option<u64>,
+    /// `STARTER_RLIMIT_AS` in bytes, when set.
+    pub address_space_bytes: Option<u64>,
     /// The cgroup `cpu.weight`: 100 per requested core, within the kernel's 1..=10000.
     pub cpu_weight: u64,
 }
 
 impl JobLimits {
-    /// The limits of `job`.
-    pub fn of(job: &JobDescription) -> JobLimits {
+    /// The limits of `job` held to `memory`.
+    pub fn of(job: &JobDescription, memory: MemoryLimits) -> JobLimits {
+        let bytes = |mib: u64| mib.saturating_mul(1024 * 1024);
         JobLimits {
-            memory_bytes: job
-                .request_memory_mb
-                .filter(|&m| m > 0)
-                .map(|m| m.saturating_mul(1024 * 1024)),
+            memory_bytes: memory.slot_mib.map(bytes),
+            address_space_bytes: memory.address_space_mib.map(bytes),
             cpu_weight: (u64::from(job.request_cpus) * 100).clamp(1, CPU_WEIGHT_MAX),
+        }
+    }
+
+    /// The `RLIMIT_AS` of each of the job's processes: `STARTER_RLIMIT_AS` when set, else,
+    /// only where no cgroup holds the job, the slot's memory.
+    pub fn rlimit_as(&self, in_cgroup: bool) -> Option<u64> {
+        match (self.address_space_bytes, in_cgroup) {
+            (Some(b), _) => Some(b),
+            (None, true) => None,
+            (None, false) => self.memory_bytes,
         }
     }
 }
@@ -189,23 +284,69 @@ impl JobCgroup {
 mod tests {
     use super::*;
 
+    fn ad(text: &str) -> ClassAd {
+        classad::parse_ad(text).unwrap()
+    }
+
+    fn knobs(text: &str) -> Result<MemoryKnobs, String> {
+        let map: std::collections::HashMap<String, String> = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        MemoryKnobs::from_knobs(|k| map.get(k).cloned())
+    }
+
+    /// The defect this replaced: a job that requests no memory has `RequestMemory` 1 and was
+    /// held to 1 MiB, so its C library could not load. The slot's memory holds it instead.
     #[test]
-    fn limits_from_the_request() {
+    fn a_job_is_held_to_its_slots_memory_not_its_request() {
+        let slot = ad("[ Memory = 128; Cpus = 1 ]");
+        let job_ad = ad("[ RequestMemory = 1; ImageSize = 10 ]");
         let mut job = JobDescription::new("/bin/true", &[], "alice");
-        assert_eq!(
-            JobLimits::of(&job),
-            JobLimits {
-                memory_bytes: None,
-                cpu_weight: 100
-            }
-        );
-        job.request_memory_mb = Some(512);
+        let limits = JobLimits::of(&job, MemoryKnobs::default().for_job(&slot, &job_ad));
+        assert_eq!(limits.memory_bytes, Some(128 << 20));
+        assert_eq!(limits.address_space_bytes, None);
+        assert_eq!(limits.cpu_weight, 100);
+        // Without a cgroup the address space stands in for it; with one, nothing.
+        assert_eq!(limits.rlimit_as(false), Some(128 << 20));
+        assert_eq!(limits.rlimit_as(true), None);
         job.request_cpus = 4;
-        let l = JobLimits::of(&job);
-        assert_eq!(l.memory_bytes, Some(512 << 20));
-        assert_eq!(l.cpu_weight, 400);
+        assert_eq!(JobLimits::of(&job, MemoryLimits::default()).cpu_weight, 400);
         job.request_cpus = 1000;
-        assert_eq!(JobLimits::of(&job).cpu_weight, CPU_WEIGHT_MAX);
+        let l = JobLimits::of(&job, MemoryLimits::default());
+        assert_eq!(l.cpu_weight, CPU_WEIGHT_MAX);
+        assert_eq!((l.memory_bytes, l.rlimit_as(false)), (None, None));
+    }
+
+    #[test]
+    fn the_memory_knobs() {
+        let slot = ad("[ Memory = 2048 ]");
+        let job = ad("[ RequestMemory = 100; ImageSize_RAW = 1 ]");
+        let none = knobs("CGROUP_MEMORY_LIMIT_POLICY = None").unwrap();
+        assert_eq!(none.for_job(&slot, &job), MemoryLimits::default());
+        let hard = knobs("CGROUP_MEMORY_LIMIT_POLICY = hard").unwrap();
+        assert_eq!(hard.for_job(&slot, &job).slot_mib, Some(2048));
+        // STARTER_RLIMIT_AS: MiB, the slot as MY, the job as TARGET.
+        let k = knobs("STARTER_RLIMIT_AS = MY.Memory * 4 + TARGET.RequestMemory").unwrap();
+        let m = k.for_job(&slot, &job);
+        assert_eq!(m.address_space_mib, Some(8292));
+        let l = JobLimits::of(&JobDescription::new("/bin/true", &[], "a"), m);
+        assert_eq!(l.rlimit_as(true), Some(8292 << 20));
+        assert_eq!(l.rlimit_as(false), Some(8292 << 20));
+        // Not an integer: no limit, as in HTCondor.
+        let k = knobs("STARTER_RLIMIT_AS = TARGET.NoSuchAttr").unwrap();
+        assert_eq!(k.for_job(&slot, &job).address_space_mib, None);
+        let k = knobs("STARTER_RLIMIT_AS = 1.5 * MY.Memory").unwrap();
+        assert_eq!(k.for_job(&slot, &job).address_space_mib, None);
+        // Bad values name the knob.
+        let e = knobs("CGROUP_MEMORY_LIMIT_POLICY = soft").unwrap_err();
+        assert!(e.contains("CGROUP_MEMORY_LIMIT_POLICY = soft"), "{e}");
+        let e = knobs("STARTER_RLIMIT_AS = Memory *").unwrap_err();
+        assert!(
+            e.starts_with("STARTER_RLIMIT_AS = Memory *: not an expression"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub use account::{Account, RunAs, RunAsPolicy};
 pub use error::{OutputError, StartError};
 pub use guard::JobGuard;
 pub use job::JobDescription;
-pub use limits::{JobLimits, LimitMethod};
+pub use limits::{JobLimits, LimitMethod, MemoryKnobs, MemoryLimits};
 pub use os_proc::{ExitOutcome, ExitReport, JobProcess};
 pub use sandbox::{OutputFile, Sandbox};
 
@@ -75,6 +75,7 @@ pub struct Starter {
 pub struct PreparedJob {
     id: String,
     job: JobDescription,
+    memory: MemoryLimits,
     run_as: RunAs,
     limits: LimitMethod,
     job_guard: Option<JobGuard>,
@@ -103,8 +104,14 @@ impl Starter {
     }
 
     /// Chooses the job's account and makes its sandbox `EXECUTE/dir_<id>`; `id` must be unique
-    /// among this node's running jobs (e.g. the slot name and claim sequence).
-    pub fn prepare(&self, id: &str, job: JobDescription) -> Result<PreparedJob, StartError> {
+    /// among this node's running jobs (e.g. the slot name and claim sequence). `memory` is
+    /// what its slot holds it to ([`MemoryKnobs::for_job`]).
+    pub fn prepare(
+        &self,
+        id: &str,
+        job: JobDescription,
+        memory: MemoryLimits,
+    ) -> Result<PreparedJob, StartError> {
         let run_as = account::choose_account(
             &job.owner,
             &self.config.run_as,
@@ -119,6 +126,7 @@ impl Starter {
         Ok(PreparedJob {
             id: id.to_string(),
             job,
+            memory,
             run_as,
             limits: self.config.limits.clone(),
             job_guard: self.config.job_guard.clone(),
@@ -268,7 +276,7 @@ impl PreparedJob {
                 what: "list the sandbox",
                 source,
             })?;
-        let job_limits = JobLimits::of(&self.job);
+        let job_limits = JobLimits::of(&self.job, self.memory);
         let cgroup = match &self.limits {
             LimitMethod::CgroupV2 { base } => {
                 match JobCgroup::create(base, &format!("job_{}", self.id), &job_limits) {
@@ -295,11 +303,7 @@ impl PreparedJob {
             stdout,
             stderr,
             run_as: self.run_as.clone(),
-            rlimit_as: if cgroup.is_none() {
-                job_limits.memory_bytes
-            } else {
-                None
-            },
+            rlimit_as: job_limits.rlimit_as(cgroup.is_some()),
             cgroup,
             limit_method,
             guard: self.job_guard.clone(),

@@ -83,7 +83,17 @@ async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
 }
 
 async fn run(starter: &Starter, id: &str, job: JobDescription) -> (RunningJob, ExitReport) {
-    let running = starter.prepare(id, job).unwrap().start().unwrap();
+    run_in(starter, id, job, MemoryLimits::default()).await
+}
+
+/// Runs `job` held to `memory`, as its slot would hold it.
+async fn run_in(
+    starter: &Starter,
+    id: &str,
+    job: JobDescription,
+    memory: MemoryLimits,
+) -> (RunningJob, ExitReport) {
+    let running = starter.prepare(id, job, memory).unwrap().start().unwrap();
     let report = within("the job's exit", running.process().wait()).await;
     (running, report)
 }
@@ -174,7 +184,9 @@ async fn inputs_in_outputs_back() {
     let s = starter(exec.path());
     let mut job = sh("tr a-z A-Z < in.txt > upper.txt; echo log > log.txt");
     job.stdin = Some("in.txt".into());
-    let mut prepared = s.prepare("io", job.clone()).unwrap();
+    let mut prepared = s
+        .prepare("io", job.clone(), MemoryLimits::default())
+        .unwrap();
     prepared.put_input("in.txt", b"shout\n").unwrap();
     let running = prepared.start().unwrap();
     within("exit", running.process().wait()).await;
@@ -189,7 +201,7 @@ async fn inputs_in_outputs_back() {
 
     // Only the named ones, and a missing one is named.
     job.transfer_output = Some(vec!["upper.txt".into(), "never.txt".into()]);
-    let mut prepared = s.prepare("named", job).unwrap();
+    let mut prepared = s.prepare("named", job, MemoryLimits::default()).unwrap();
     prepared.put_input("in.txt", b"x\n").unwrap();
     let running = prepared.start().unwrap();
     within("exit", running.process().wait()).await;
@@ -207,7 +219,9 @@ async fn a_transferred_executable_runs_from_the_sandbox() {
     let mut job = JobDescription::new("/submit/home/alice/analyze", &["x"], "nobody");
     job.transfer_executable = true;
     job.stdout = Some("out".into());
-    let mut prepared = starter(exec.path()).prepare("exe", job).unwrap();
+    let mut prepared = starter(exec.path())
+        .prepare("exe", job, MemoryLimits::default())
+        .unwrap();
     prepared
         .put_executable(b"#!/bin/sh\necho \"from $0 with $1\"\n")
         .unwrap();
@@ -226,7 +240,7 @@ async fn start_failures_are_typed_and_name_the_cause() {
     let exec = execute_dir();
     let s = starter(exec.path());
     let err = |job: JobDescription, put: &[(&str, &[u8])]| {
-        let mut prepared = s.prepare("fail", job).unwrap();
+        let mut prepared = s.prepare("fail", job, MemoryLimits::default()).unwrap();
         for (name, bytes) in put {
             prepared.put_input(name, bytes).unwrap();
         }
@@ -278,7 +292,11 @@ async fn kill_sig_then_sigkill_for_a_job_that_ignores_it() {
     let s = starter(exec.path());
     // KillSig is caught and ignored: the job logs it and runs on.
     let job = sh("trap 'echo got-term >> log' TERM; echo ready > ready; while :; do sleep 1; done");
-    let running = s.prepare("stubborn", job).unwrap().start().unwrap();
+    let running = s
+        .prepare("stubborn", job, MemoryLimits::default())
+        .unwrap()
+        .start()
+        .unwrap();
     file_written(&running, "ready").await;
     assert!(running.process().soft_kill().unwrap());
     poll_until("the job to see its KillSig", || {
@@ -299,7 +317,11 @@ async fn kill_sig_then_sigkill_for_a_job_that_ignores_it() {
     // A job's own KillSig is the one sent.
     let mut job = sh("trap 'exit 7' USR1; echo ready > ready; while :; do sleep 1; done");
     job.kill_sig = Signal::SIGUSR1;
-    let running = s.prepare("polite", job).unwrap().start().unwrap();
+    let running = s
+        .prepare("polite", job, MemoryLimits::default())
+        .unwrap()
+        .start()
+        .unwrap();
     file_written(&running, "ready").await;
     running.process().soft_kill().unwrap();
     let report = within("exit", running.process().wait()).await;
@@ -311,7 +333,11 @@ async fn the_whole_process_group_dies() {
     let exec = execute_dir();
     let s = starter(exec.path());
     let job = sh("sleep 1000 & echo $! > grandchild; wait");
-    let running = s.prepare("family", job).unwrap().start().unwrap();
+    let running = s
+        .prepare("family", job, MemoryLimits::default())
+        .unwrap()
+        .start()
+        .unwrap();
     let grandchild: u32 = file_written(&running, "grandchild").await.parse().unwrap();
     assert!(!is_gone(grandchild));
     running.process().hard_kill().unwrap();
@@ -331,7 +357,7 @@ async fn suspend_and_continue_the_group() {
     let exec = execute_dir();
     let job = sh("sleep 1000 & echo $! > grandchild; wait");
     let running = starter(exec.path())
-        .prepare("pause", job)
+        .prepare("pause", job, MemoryLimits::default())
         .unwrap()
         .start()
         .unwrap();
@@ -384,7 +410,11 @@ async fn runs_as_the_owner_never_as_root() {
 
     // Root-owned and unknown owners are refused before anything is made.
     let root = s
-        .prepare("root", JobDescription::new("/bin/true", &[], "root"))
+        .prepare(
+            "root",
+            JobDescription::new("/bin/true", &[], "root"),
+            MemoryLimits::default(),
+        )
         .unwrap_err();
     assert!(matches!(root, StartError::RootOwner { .. }), "{root}");
     assert_eq!(
@@ -395,6 +425,7 @@ async fn runs_as_the_owner_never_as_root() {
     let ghost = s.prepare(
         "ghost",
         JobDescription::new("/bin/true", &[], "no-such-user-aerie"),
+        MemoryLimits::default(),
     );
     assert!(matches!(ghost, Err(StartError::UnknownOwner { .. })));
 
@@ -412,8 +443,16 @@ async fn runs_as_the_owner_never_as_root() {
     assert_eq!(read(&running, "uid").trim(), nobody.uid.to_string());
 }
 
+/// A slot of `mib` MiB, as the node's [`MemoryKnobs::for_job`] gives it by default.
+fn slot_of(mib: u64) -> MemoryLimits {
+    MemoryLimits {
+        slot_mib: Some(mib),
+        address_space_mib: None,
+    }
+}
+
 #[tokio::test]
-async fn rlimit_holds_the_job_to_its_memory() {
+async fn rlimit_holds_the_job_to_its_slots_memory() {
     let python = Path::new("/usr/bin/python3");
     if !python.exists() {
         eprintln!("skipped: needs /usr/bin/python3 to allocate memory");
@@ -422,17 +461,16 @@ async fn rlimit_holds_the_job_to_its_memory() {
     let exec = execute_dir();
     let s = starter(exec.path());
     assert_eq!(s.limit_method(), &LimitMethod::Rlimit);
-    let allocate = |mb: u64| {
+    let allocate = || {
         let mut job = JobDescription::new(
             "/usr/bin/python3",
             &["-c", "b = bytearray(256 * 1024 * 1024); b[-1] = 1"],
             "nobody",
         );
-        job.request_memory_mb = Some(mb);
         job.stderr = Some("err".into());
         job
     };
-    let (running, over) = run(&s, "over", allocate(96)).await;
+    let (running, over) = run_in(&s, "over", allocate(), slot_of(96)).await;
     assert_eq!(running.process().limit_method(), &LimitMethod::Rlimit);
     assert_eq!(over.outcome, ExitOutcome::Exited(1));
     assert!(
@@ -440,10 +478,37 @@ async fn rlimit_holds_the_job_to_its_memory() {
         "{}",
         read(&running, "err")
     );
-    // The same job with room for its allocation succeeds, and its peak shows it.
-    let (_, under) = run(&s, "under", allocate(1024)).await;
+    // The same job in a slot with room for its allocation succeeds, and its peak shows it.
+    let (_, under) = run_in(&s, "under", allocate(), slot_of(1024)).await;
     assert_eq!(under.outcome, ExitOutcome::Exited(0));
     assert!(under.peak_memory_bytes.unwrap() >= 256 << 20, "{under:?}");
+    // STARTER_RLIMIT_AS, when set, is the limit instead of the slot's memory.
+    let tight = MemoryLimits {
+        slot_mib: Some(1024),
+        address_space_mib: Some(96),
+    };
+    let (_, over) = run_in(&s, "knob", allocate(), tight).await;
+    assert_eq!(over.outcome, ExitOutcome::Exited(1));
+}
+
+/// The defect this test guards against: a job that requests no memory (`RequestMemory` 1
+/// MiB) was held to its request and died before its C library loaded (exit 127, no output).
+/// In the smallest slot the negotiator carves by default (128 MiB) a dynamically linked
+/// program runs.
+#[tokio::test]
+async fn a_job_that_requests_no_memory_runs_in_the_smallest_slot() {
+    let exec = execute_dir();
+    let s = starter(exec.path());
+    let job = job_from_ad(
+        r#"[ Cmd = "/bin/sh"; Arguments = "-c 'echo hello; ulimit -v'"; Owner = "nobody";
+            Out = "out"; RequestMemory = 1; ImageSize = 10; TransferExecutable = false ]"#,
+    );
+    let slot = classad::parse_ad("[ Memory = 128 ]").unwrap();
+    let job_ad = classad::parse_ad("[ RequestMemory = 1 ]").unwrap();
+    let memory = MemoryKnobs::default().for_job(&slot, &job_ad);
+    let (running, report) = run_in(&s, "tiny", job, memory).await;
+    assert_eq!(report.outcome, ExitOutcome::Exited(0));
+    assert_eq!(read(&running, "out"), format!("hello\n{}\n", 128 * 1024));
 }
 
 #[tokio::test]
@@ -481,7 +546,9 @@ async fn a_full_sandbox_is_named() {
         return;
     }
     let _unmount = Unmount(exec.path().to_path_buf());
-    let mut prepared = starter(exec.path()).prepare("full", sh("true")).unwrap();
+    let mut prepared = starter(exec.path())
+        .prepare("full", sh("true"), MemoryLimits::default())
+        .unwrap();
     let err = prepared
         .put_input("big.dat", &vec![7u8; 256 * 1024])
         .unwrap_err();
@@ -512,9 +579,8 @@ async fn cgroup_setup_on_a_stand_in_directory() {
     fs::create_dir(&cg).unwrap();
     fs::write(cg.join("cgroup.procs"), "").unwrap();
     let mut job = sh("ulimit -v > vlimit");
-    job.request_memory_mb = Some(64);
     job.request_cpus = 3;
-    let (running, report) = run(&s, "cg", job).await;
+    let (running, report) = run_in(&s, "cg", job, slot_of(64)).await;
     assert_eq!(report.outcome, ExitOutcome::Exited(0));
     assert_eq!(running.process().limit_method().name(), "cgroup-v2");
     assert_eq!(read(&running, "vlimit").trim(), "unlimited");
@@ -526,9 +592,8 @@ async fn cgroup_setup_on_a_stand_in_directory() {
 
     // A cgroup that cannot be made: the job still runs, with rlimits instead.
     fs::remove_dir_all(base.path()).unwrap();
-    let mut job = sh("ulimit -v > vlimit");
-    job.request_memory_mb = Some(64);
-    let (running, report) = run(&s, "nocg", job).await;
+    let job = sh("ulimit -v > vlimit");
+    let (running, report) = run_in(&s, "nocg", job, slot_of(64)).await;
     assert_eq!(report.outcome, ExitOutcome::Exited(0));
     assert_eq!(running.process().limit_method(), &LimitMethod::Rlimit);
     assert_eq!(read(&running, "vlimit").trim(), (64 * 1024).to_string());
