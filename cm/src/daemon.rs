@@ -231,11 +231,14 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     let incoming = tonic::transport::server::TcpIncoming::from_listener(listener, true, None)
         .map_err(|e| anyhow::anyhow!("cannot use listener {}: {e}", args.listen))?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let heard = crate::raft::quick_election::Heard::default();
     let mut servers = Vec::new();
     {
         let mut stop = stop_rx.clone();
         let svc = aerie_security::transport::server()?
-            .add_service(RaftService::new(raft.clone(), cluster.clone()).into_server())
+            .add_service(
+                RaftService::new(raft.clone(), cluster.clone(), heard.clone()).into_server(),
+            )
             .add_service(admin.clone().into_server())
             .add_service(collector.service.clone().into_server());
         servers.push(tokio::spawn(async move {
@@ -312,6 +315,17 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
     let mut watched: Vec<(&'static str, tokio::task::JoinHandle<()>)> =
         std::mem::take(&mut collector.tasks);
     watched.push(("leader duties", leader));
+    if knobs.quick_election {
+        watched.push((
+            "quick election",
+            crate::raft::quick_election::spawn(
+                Leadership::new(raft.clone(), args.id),
+                heard,
+                Duration::from_millis(knobs.heartbeat_ms),
+                Duration::from_millis(knobs.election_max_ms),
+            ),
+        ));
+    }
     if args.metrics_listen.is_some() {
         watched.push((
             "metrics census",

@@ -142,6 +142,74 @@ async fn killing_the_leader_elects_another_and_loses_no_acknowledged_write() {
     assert_eq!(st.leader.map(|l| l.id), Some(new_leader));
 }
 
+/// What `raft::quick_election` logs when a follower stands early.
+const QUICK_ELECTION: &str = "the leader's port refuses connections";
+
+/// A leader that is only stopped (`SIGSTOP`: its port still accepts connections) is replaced
+/// on openraft's own timers, and no follower takes it for dead. A leader whose process is
+/// gone (`kill -9`: its port refuses connections) is replaced by a quick election: the
+/// lowest-numbered other voter stands as soon as the voters' lease is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_leaders_successor_stands_at_once_a_stopped_leaders_does_not() {
+    let mut c = start(3, &[]);
+    let first = wait_formed(&c.running(), LEADER_WAIT)
+        .await
+        .expect("leader");
+    let others = |c: &Cluster, but: u64| -> Vec<(u64, String)> {
+        c.running()
+            .into_iter()
+            .filter(|(id, _)| *id != but)
+            .collect()
+    };
+    let logs = |c: &Cluster| -> String {
+        c.ids()
+            .iter()
+            .map(|id| format!("--- node {id}\n{}", c.log(*id)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    c.pause(first);
+    let second = wait_leader(&others(&c, first), LEADER_WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("a leader after SIGSTOP: {e:#}\n{}", logs(&c)));
+    assert_ne!(second, first);
+    for id in c.ids() {
+        assert!(
+            !c.log(id).contains(QUICK_ELECTION),
+            "node {id} took a stopped leader for dead\n{}",
+            logs(&c)
+        );
+    }
+    c.resume(first);
+    // The resumed CM follows the new leader before that one is killed.
+    let back = c.addr(first);
+    eventually("the resumed CM follows", LEADER_WAIT, || {
+        let a = back.clone();
+        async move {
+            let st = status(&a).await?;
+            Ok((st.leader.map(|l| l.id) == Some(second)).then_some(()))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:#}\n{}", logs(&c)));
+
+    c.kill(second);
+    let successor = *[1u64, 2, 3]
+        .iter()
+        .filter(|id| **id != second)
+        .min()
+        .unwrap();
+    let third = wait_leader(&c.running(), LEADER_WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("a leader after kill -9: {e:#}\n{}", logs(&c)));
+    assert_ne!(third, second);
+    assert!(
+        c.log(successor).contains(QUICK_ELECTION),
+        "node {successor} did not stand early\n{}",
+        logs(&c)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_quorum_writes_fail_clearly_and_resume_after_restart() {
     let mut c = start(3, &[]);

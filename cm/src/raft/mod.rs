@@ -11,13 +11,16 @@
 //! * [`config`]: timing knobs (election timeout, heartbeat) and snapshot policy;
 //! * [`propose`]: the one way to write a command, with a deadline and a typed error;
 //! * [`leadership`]: the one way to ask who leads, wait to lead, or confirm leadership;
-//! * [`contact`]: whether this CM is in touch with a leader holding a quorum.
+//! * [`contact`]: whether this CM is in touch with a leader holding a quorum;
+//! * [`quick_election`]: a follower stands as soon as the leader's lease is over when the
+//!   leader's process is gone (its port refuses connections).
 pub mod bootstrap;
 pub mod config;
 pub mod contact;
 pub mod leadership;
 pub mod network;
 pub mod propose;
+pub mod quick_election;
 pub mod service;
 pub mod store;
 

@@ -1,4 +1,5 @@
 //! Server side of the peer Raft RPCs: decode, hand to the local Raft, encode the `Result`.
+use super::quick_election::Heard;
 use super::store::ClusterId;
 use super::{Raft, TypeConfig};
 use aerie_proto::raft::{raft_server, RaftReply, RaftRequest};
@@ -9,17 +10,21 @@ use tonic::{Request, Response, Status};
 pub struct RaftService {
     raft: Raft,
     cluster: ClusterId,
+    /// When the last append-entries arrived, for [`super::quick_election`].
+    heard: Heard,
     /// When a refusal was last logged (Unix seconds): a stranger's heartbeats arrive ten
     /// times a second, the log gets one line every ten seconds.
     last_refusal_logged: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl RaftService {
-    /// The service for `raft`, admitting only peers of `cluster`.
-    pub fn new(raft: Raft, cluster: ClusterId) -> Self {
+    /// The service for `raft`, admitting only peers of `cluster`; it notes each
+    /// append-entries in `heard`.
+    pub fn new(raft: Raft, cluster: ClusterId, heard: Heard) -> Self {
         RaftService {
             raft,
             cluster,
+            heard,
             last_refusal_logged: Default::default(),
         }
     }
@@ -90,10 +95,14 @@ impl raft_server::Raft for RaftService {
         &self,
         request: Request<RaftRequest>,
     ) -> Result<Response<RaftReply>, Status> {
+        let arrived = std::time::Instant::now();
         let req: AppendEntriesRequest<TypeConfig> = match self.admit(request.get_ref()) {
             Ok(r) => r,
             Err(reply) => return Ok(Response::new(reply)),
         };
+        if let Some(leader) = req.vote.leader_id().voted_for() {
+            self.heard.append_entries(leader, arrived);
+        }
         let res = self.raft.append_entries(req).await;
         Ok(Response::new(encode(&res)))
     }
