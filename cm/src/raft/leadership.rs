@@ -10,6 +10,9 @@ use super::{Metrics, NodeId, Raft};
 use aerie_core::admin::LeaderInfo;
 use std::time::{Duration, Instant};
 
+/// The pause between two rounds of a leadership confirmation a quorum did not answer.
+const CONFIRM_RETRY: Duration = Duration::from_millis(10);
+
 /// This CM's view of the Raft leadership.
 #[derive(Clone)]
 pub struct Leadership {
@@ -103,11 +106,30 @@ impl Leadership {
     /// Confirms with a quorum that this CM leads, and waits until it has applied everything
     /// committed before (openraft's `ensure_linearizable`): after this, reads of the local
     /// state are linearizable and a new leader's state holds every earlier term's commits.
+    ///
+    /// openraft gives each voter one heartbeat interval to answer the confirmation; a round
+    /// in which too few did (a follower busy for a tenth of a second, as one is while a dead
+    /// CM's nodes move their ad streams to it) is tried again until `deadline`, rather than
+    /// taken for a lost leadership: that cost a new leader its first cycle (the failover
+    /// bench, 2026-11-27).
     pub async fn confirm(&self, deadline: Duration) -> Result<(), ConfirmError> {
-        match tokio::time::timeout(deadline, self.raft.ensure_linearizable()).await {
-            Err(_) => Err(ConfirmError::Timeout(deadline)),
-            Ok(Err(_)) => Err(ConfirmError::NotLeader),
-            Ok(Ok(_)) => Ok(()),
+        let give_up = Instant::now() + deadline;
+        loop {
+            let left = give_up.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.raft.ensure_linearizable()).await {
+                Err(_) => return Err(ConfirmError::Timeout(deadline)),
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(openraft::error::RaftError::APIError(
+                    openraft::error::CheckIsLeaderError::QuorumNotEnough(q),
+                ))) => {
+                    tracing::debug!(error = %q, "leadership not confirmed by a quorum in this round; trying again");
+                    if Instant::now() + CONFIRM_RETRY >= give_up {
+                        return Err(ConfirmError::Timeout(deadline));
+                    }
+                    tokio::time::sleep(CONFIRM_RETRY).await;
+                }
+                Ok(Err(_)) => return Err(ConfirmError::NotLeader),
+            }
         }
     }
 

@@ -12,8 +12,9 @@
 //! stands as soon as the voters' lease is over. (HTCondor's HAD, by contrast, waits a fixed
 //! multiple of `HAD_CONNECTION_TIMEOUT` whatever happened to the active CM.)
 //!
-//! How: the Raft service notes when each append-entries (heartbeats included) arrives and
-//! from which leader ([`Heard`]). A task on each CM looks every [`CHECK_EVERY`]: a follower
+//! How: the Raft service notes when each append-entries (heartbeats included) that the local
+//! Raft accepted arrived, and from which leader ([`Heard`]; a deposed leader's, answered with
+//! the higher vote, is not heard: a resumed old leader sends them for a while). A task on each CM looks every [`CHECK_EVERY`]: a follower
 //! that is the designated successor ([`designated`]: the lowest-numbered voter other than the
 //! leader, so that two followers do not split the vote), and that has heard nothing from its
 //! leader for more than two heartbeat intervals ([`should_probe`]), tries to connect to the

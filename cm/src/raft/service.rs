@@ -100,10 +100,15 @@ impl raft_server::Raft for RaftService {
             Ok(r) => r,
             Err(reply) => return Ok(Response::new(reply)),
         };
-        if let Some(leader) = req.vote.leader_id().voted_for() {
-            self.heard.append_entries(leader, arrived);
-        }
+        let leader = req.vote.leader_id().voted_for();
         let res = self.raft.append_entries(req).await;
+        // Only a leader this CM follows counts: a deposed one (a resumed CM still sending
+        // its old term's heartbeats) is answered with the higher vote and is not heard.
+        if let (Some(leader), Ok(r)) = (leader, &res) {
+            if !matches!(r, openraft::raft::AppendEntriesResponse::HigherVote(_)) {
+                self.heard.append_entries(leader, arrived);
+            }
+        }
         Ok(Response::new(encode(&res)))
     }
 
