@@ -92,6 +92,7 @@ pub const CATALOGUE: &[Desc] = &[
     d("aerie_raft_proposal_duration_seconds", H, &["outcome"], "event", "Time from proposing a command to its commit and apply (outcome: ok, not_leader, timeout, fatal)."),
     d("aerie_raft_snapshots_built_total", C, &[], "event", "State-machine snapshots this CM built."),
     d("aerie_raft_snapshots_installed_total", C, &[], "event", "Leader snapshots this CM installed."),
+    d("aerie_raft_quick_elections_total", C, &[], "event", "Elections this CM stood in as soon as the voters' lease was over, its leader's port refusing connections (the leader's process gone)."),
     d("aerie_raft_snapshot_bytes", G, &[], "event", "Size of the last snapshot built or installed."),
     d("aerie_raft_last_snapshot_timestamp_seconds", G, &[], "event", "Unix time of the last snapshot built or installed."),
     // Admin API.

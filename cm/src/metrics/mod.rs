@@ -73,6 +73,12 @@ pub fn record_snapshot_built(bytes: usize) {
     record_snapshot_time();
 }
 
+/// This CM stood for election early: its leader's port refused connections
+/// ([`crate::raft::quick_election`]).
+pub fn record_quick_election() {
+    metrics::counter!("aerie_raft_quick_elections_total").increment(1);
+}
+
 /// This CM installed a leader's snapshot of `bytes`.
 pub fn record_snapshot_installed(bytes: usize) {
     metrics::counter!("aerie_raft_snapshots_installed_total").increment(1);

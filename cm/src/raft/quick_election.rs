@@ -141,6 +141,7 @@ pub fn spawn(
                 && heard.last_from(leader) == Some(last);
             stood_in = Some(m.current_term);
             if same {
+                crate::metrics::record_quick_election();
                 if let Err(e) = leadership.raft().trigger().elect().await {
                     tracing::warn!(error = %e, "could not stand for election");
                 }
