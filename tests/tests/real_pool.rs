@@ -13,7 +13,9 @@
 //!   leaves the slot Drained, `-fast` kills the job (idle again), `-cancel` undoes both;
 //! * a lost access point (`kill -9`): the node drops the claim once its lease passes, kills
 //!   the job and the slot is Unclaimed again;
-//! * a job that requests no memory runs, held to its dynamic slot's memory.
+//! * a job that requests no memory runs, held to its dynamic slot's memory;
+//! * an access point killed and started again ends the runs it cannot follow, and its jobs
+//!   run again at once rather than after their leases.
 //!
 //! Jobs are submitted as root, so the node (run as root by the tests) runs them as `nobody`
 //! (`STARTER_ALLOW_RUNAS_OWNER = False`, as scripts/run.sh configures it); the test's
@@ -463,6 +465,37 @@ async fn a_graceful_drain_lets_the_job_finish_a_fast_one_kills_it_and_cancel_und
         })
         .await;
     assert_eq!(int(&again, "NumJobStarts"), Some(2));
+}
+
+/// An access point killed (`kill -9`) and started again on its spool cannot follow the runs
+/// it had started (their events went to the process that is gone). It releases their claims
+/// at the startd, and once the startd no longer knows the claim (the old run is over) the
+/// job is matched again at once: well before its lease (`JobLeaseDuration`, 2400 s by
+/// default) would have let it, and never while the old run still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_access_point_ends_its_old_runs_and_runs_the_jobs_again_at_once() {
+    let mut p = Pool::start("", "", "").await;
+    let job = p.submit("again", "/bin/sleep", "300", "");
+    p.running(job, "first").await;
+    p.ap.daemon.kill();
+    std::fs::remove_file(&p.ap.socket).expect("remove the old socket");
+    p.ap = AccessPoint::start(NODE, p.path(), "ap", DOMAIN, &p.cms, "")
+        .expect("restart the access point");
+    let again = p
+        .wait_job(job, "the job running a second time", |a| {
+            status_is(RUNNING)(a) && int(a, "NumJobStarts") == Some(2)
+        })
+        .await;
+    assert!(!again.contains("ClaimId"), "a capability in the job ad");
+    p.running(job, "second").await;
+    let log = p.ap.daemon.log_text();
+    let released = log.find("run from before the restart released at its startd");
+    let over = log.find("run from before the restart is over");
+    assert!(
+        released.is_some() && released < over,
+        "the old run was not ended first\n{}",
+        p.logs()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

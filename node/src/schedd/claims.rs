@@ -154,6 +154,11 @@ impl Claims {
         self.held_back.extend(jobs.into_iter().map(|j| (j, until)));
     }
 
+    /// The job may match again at once.
+    pub fn stop_holding_back(&mut self, id: JobId) {
+        self.held_back.remove(&id);
+    }
+
     /// The job is kept from matching at `now`.
     pub fn is_held_back(&self, id: JobId, now: i64) -> bool {
         self.held_back.get(&id).is_some_and(|t| now < *t)

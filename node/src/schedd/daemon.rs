@@ -7,7 +7,7 @@ use super::claims::Claims;
 use super::job::{JobId, Status};
 use super::metrics;
 use super::query;
-use super::queue::{self, ActOutcome, ActSpec, Change, Queue, SubmitPolicy, Who};
+use super::queue::{self, ActOutcome, ActSpec, Change, Queue, RunningOn, SubmitPolicy, Who};
 use super::store::Store;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -72,6 +72,9 @@ pub struct Schedd {
     pub settings: Settings,
     /// Woken when the ads change.
     pub changed: Notify,
+    /// The runs the access point had started before it restarted, still to be ended at their
+    /// startds ([`Schedd::end_orphaned_runs`]).
+    orphans: Mutex<Vec<(JobId, RunningOn)>>,
 }
 
 /// Unix seconds now.
@@ -98,9 +101,10 @@ pub fn who_is(uid: u32, super_users: &[String]) -> Result<Who, String> {
 
 impl Schedd {
     /// Opens the queue in `spool`; jobs that were running go back to idle (their claims did
-    /// not survive the restart).
+    /// not survive the restart: [`Schedd::end_orphaned_runs`] ends their runs).
     pub fn open(spool: &Path, settings: Settings) -> anyhow::Result<Arc<Schedd>> {
         let (store, loaded) = Store::open(spool)?;
+        let orphans = loaded.runs;
         let queue = Queue::new(loaded.jobs, loaded.next_cluster);
         let mut inner = Inner {
             queue,
@@ -122,7 +126,7 @@ impl Schedd {
                     inner.claims.hold_back([*id], until);
                 }
             }
-            tracing::info!(jobs = requeue.len(), default_lease_s = default_lease, "jobs that were running are idle again after the restart, matched once their leases (JobLeaseDuration) pass");
+            tracing::info!(jobs = requeue.len(), default_lease_s = default_lease, "jobs that were running are idle again after the restart, matched once their old runs are ended or their leases (JobLeaseDuration) pass");
         }
         inner.commit(&requeue)?;
         // Every crontab schedule is recomputed on a restart, as HTCondor's schedd does.
@@ -133,7 +137,13 @@ impl Schedd {
             inner: Mutex::new(inner),
             settings,
             changed: Notify::new(),
+            orphans: Mutex::new(orphans),
         }))
+    }
+
+    /// The runs started before the restart, to be ended (taken once).
+    pub fn take_orphans(&self) -> Vec<(JobId, RunningOn)> {
+        std::mem::take(&mut *self.orphans.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The state, even if a thread panicked holding it.

@@ -23,6 +23,20 @@ pub enum Change {
     Finish(JobId, ClassAd),
     /// The next cluster id to hand out.
     NextCluster(i64),
+    /// The job's process runs under this claim: kept on disk while the job runs, so that an
+    /// access point restarted meanwhile can end that run ([`super::daemon::Schedd::open`]).
+    RunsOn(JobId, RunningOn),
+}
+
+/// Where a job's process runs: its claim, as the access point holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningOn {
+    /// The claimed slot's name.
+    pub slot: String,
+    /// The claim's capability.
+    pub claim_id: String,
+    /// Where the slot's startd listens ("<host:port>").
+    pub startd_addr: String,
 }
 
 /// Who is asking: the caller's Unix account, from the connection.
@@ -205,6 +219,7 @@ impl Queue {
                     }
                 }
                 Change::NextCluster(n) => self.next_cluster = self.next_cluster.max(*n),
+                Change::RunsOn(..) => {}
             }
         }
     }

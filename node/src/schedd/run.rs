@@ -60,6 +60,7 @@ pub async fn start(args: &AccessPointArgs) -> anyhow::Result<Running> {
         super::metrics::install(m)?;
     }
     let schedd = Schedd::open(&args.spool, settings)?;
+    schedd.end_orphaned_runs().await;
     if let Ok(m) = std::fs::symlink_metadata(&args.socket) {
         if !m.file_type().is_socket() {
             anyhow::bail!("{} exists and is not a socket", args.socket.display());

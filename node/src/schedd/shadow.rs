@@ -15,7 +15,7 @@ use super::deferral::{self, Start};
 use super::files::{self, FileError};
 use super::job::{self, hold_code, JobId, Status};
 use super::metrics;
-use super::queue::{self, Change, Exit};
+use super::queue::{self, Change, Exit, RunningOn};
 use aerie_proto::execute as ex;
 use aerie_proto::negotiation as pb;
 use std::sync::Arc;
@@ -26,6 +26,9 @@ use tonic::transport::Channel;
 /// job idle again); a claim with a job also waits out the job's lease
 /// ([`super::claims::Claims::may_give_up`]), by when the startd's lease has passed too.
 pub const MAX_MISSED_ALIVES: u32 = 3;
+
+/// How often a restarted access point asks whether a run it gave up is over.
+const ORPHAN_POLL: Duration = Duration::from_secs(1);
 
 /// Deadline of an ordinary call to an execute node.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -476,7 +479,15 @@ impl Schedd {
         match req.event {
             Some(ex::job_event_request::Event::Started(_)) => {
                 let mut st = self.lock();
-                let ch = st.queue.started(id, &req.slot, now);
+                let mut ch = st.queue.started(id, &req.slot, now);
+                if let Some(c) = st.claims.get(&req.claim_id).filter(|_| !ch.is_empty()) {
+                    let on = RunningOn {
+                        slot: req.slot.clone(),
+                        claim_id: c.claim_id.clone(),
+                        startd_addr: c.startd_addr.clone(),
+                    };
+                    ch.push(Change::RunsOn(id, on));
+                }
                 if let Err(e) = self.commit(&mut st, &ch) {
                     return ex::JobEventReply {
                         ok: false,
@@ -609,6 +620,74 @@ impl Schedd {
                 }
             }
         }
+    }
+
+    /// Ends the runs this access point started before it restarted. It cannot follow them
+    /// (their events went to the process that is gone, and it has no claim for them), so, as
+    /// HTCondor's schedd does with a job it cannot reconnect to, it gives them up: each
+    /// claim is released at its startd (the job gets its `KillSig` and vacate time), and once
+    /// the startd no longer knows the claim the job may run again at once rather than after
+    /// its lease. A startd that cannot be reached leaves the job waiting out its lease, so a
+    /// job never runs twice at once.
+    pub async fn end_orphaned_runs(self: &Arc<Self>) {
+        for (id, on) in self.take_orphans() {
+            let me = self.clone();
+            tokio::spawn(async move { me.end_orphaned_run(id, on).await });
+        }
+    }
+
+    async fn end_orphaned_run(self: &Arc<Self>, id: JobId, on: RunningOn) {
+        let release = pb::ReleaseRequest {
+            slot: on.slot.clone(),
+            claim_id: on.claim_id.clone(),
+        };
+        let r = startd_call(&on.startd_addr, |mut c| async move {
+            c.release_claim(release).await
+        })
+        .await;
+        match r {
+            Ok(r) if r.ok => {
+                tracing::info!(job = %id, slot = %on.slot, "run from before the restart released at its startd")
+            }
+            Ok(r) => {
+                tracing::info!(job = %id, slot = %on.slot, error = %r.error, "run from before the restart: the claim is gone already")
+            }
+            Err(e) => {
+                tracing::warn!(job = %id, slot = %on.slot, error = %e, "run from before the restart: startd unreachable; the job waits out its lease");
+                return;
+            }
+        }
+        // Until the startd no longer knows the claim: the old run is over.
+        let lease = self.job_ad(id).map_or(self.alive_lease(), |ad| {
+            super::claims::job_lease(&ad, self.alive_lease())
+        });
+        let give_up = now_secs().saturating_add(lease);
+        loop {
+            let req = ex::KeepAliveRequest {
+                slot: on.slot.clone(),
+                claim_id: on.claim_id.clone(),
+            };
+            match execute_call(
+                &on.startd_addr,
+                |mut c| async move { c.keep_alive(req).await },
+            )
+            .await
+            {
+                Ok(r) if !r.ok => break,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(job = %id, slot = %on.slot, error = %e, "run from before the restart: startd unreachable; the job waits out its lease");
+                    return;
+                }
+            }
+            if now_secs() >= give_up {
+                return;
+            }
+            tokio::time::sleep(ORPHAN_POLL).await;
+        }
+        self.lock().claims.stop_holding_back(id);
+        self.changed.notify_one();
+        tracing::info!(job = %id, slot = %on.slot, "run from before the restart is over; the job may run again");
     }
 
     /// The lease of a claim whose job has no `JobLeaseDuration`: [`MAX_MISSED_ALIVES`]

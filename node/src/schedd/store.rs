@@ -5,9 +5,12 @@
 //! and `history` files (src/condor_schedd.V6/qmgmt.cpp, src/condor_utils/classad_log.cpp).
 //!
 //! Keys: `j` + cluster + proc (big-endian, so jobs iterate in id order) → the job ad in old
-//! syntax; `h` + sequence → a finished job's final ad (newest last); `m:next_cluster`.
-use super::job::JobId;
-use super::queue::Change;
+//! syntax; `h` + sequence → a finished job's final ad (newest last); `m:next_cluster`;
+//! `c` + cluster + proc → the claim a running job's process runs under (slot, claim id and
+//! startd address, one per line), deleted in the same batch that records the job leaving it.
+//! The claim is a capability: it is kept here, not in the job ad that `cmctl q -l` shows.
+use super::job::{JobId, Status};
+use super::queue::{Change, RunningOn};
 use anyhow::{anyhow, Context};
 use classad::{ClassAd, Expr};
 use rocksdb::{Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
@@ -23,6 +26,20 @@ fn job_key(id: JobId) -> [u8; 17] {
     k
 }
 
+fn claim_key(id: JobId) -> [u8; 17] {
+    let mut k = job_key(id);
+    k[0] = b'c';
+    k
+}
+
+/// Whether a job in this status has a process on a claim.
+fn runs(status: Status) -> bool {
+    matches!(
+        status,
+        Status::Running | Status::TransferringOutput | Status::Suspended
+    )
+}
+
 fn history_key(seq: u64) -> [u8; 9] {
     let mut k = [0u8; 9];
     k[0] = b'h';
@@ -36,6 +53,8 @@ pub struct Loaded {
     pub jobs: Vec<ClassAd>,
     /// The next cluster id to hand out.
     pub next_cluster: i64,
+    /// The claims the queued jobs' processes ran under when the spool was last written.
+    pub runs: Vec<(JobId, RunningOn)>,
 }
 
 /// The queue's RocksDB database.
@@ -83,13 +102,44 @@ impl Store {
             _ => 0,
         };
         drop(last);
+        let mut runs = Vec::new();
+        for item in db.iterator(IteratorMode::From(b"c", Direction::Forward)) {
+            let (k, v) = item.with_context(|| format!("reading {}", path.display()))?;
+            if k.first() != Some(&b'c') {
+                break;
+            }
+            let id = <[u8; 8]>::try_from(&k[1..k.len().min(9)])
+                .ok()
+                .zip(k.get(9..17).and_then(|p| <[u8; 8]>::try_from(p).ok()))
+                .map(|(c, p)| JobId::new(i64::from_be_bytes(c), i64::from_be_bytes(p)));
+            let text = std::str::from_utf8(&v).unwrap_or("");
+            let mut lines = text.split('\n');
+            let (slot, claim, addr) = (lines.next(), lines.next(), lines.next());
+            match (id, slot, claim, addr) {
+                (Some(id), Some(slot), Some(claim_id), Some(startd_addr)) => runs.push((
+                    id,
+                    RunningOn {
+                        slot: slot.to_string(),
+                        claim_id: claim_id.to_string(),
+                        startd_addr: startd_addr.to_string(),
+                    },
+                )),
+                _ => {
+                    tracing::warn!(path = %path.display(), key = ?k, "claim record does not parse; skipped")
+                }
+            }
+        }
         Ok((
             Store {
                 db,
                 path,
                 next_history,
             },
-            Loaded { jobs, next_cluster },
+            Loaded {
+                jobs,
+                next_cluster,
+                runs,
+            },
         ))
     }
 
@@ -102,9 +152,19 @@ impl Store {
         let mut seq = self.next_history;
         for c in changes {
             match c {
-                Change::Put(id, ad) => batch.put(job_key(*id), ad.to_old_syntax()),
+                Change::Put(id, ad) => {
+                    batch.put(job_key(*id), ad.to_old_syntax());
+                    if !runs(Status::of(ad)) {
+                        batch.delete(claim_key(*id));
+                    }
+                }
+                Change::RunsOn(id, on) => batch.put(
+                    claim_key(*id),
+                    format!("{}\n{}\n{}", on.slot, on.claim_id, on.startd_addr),
+                ),
                 Change::Finish(id, ad) => {
                     batch.delete(job_key(*id));
+                    batch.delete(claim_key(*id));
                     batch.put(history_key(seq), ad.to_old_syntax());
                     seq += 1;
                 }
@@ -190,6 +250,39 @@ mod tests {
         let e = classad::parse_expr("JobStatus == 4").unwrap();
         assert_eq!(s.history(Some(&e), 0).unwrap().len(), 1);
         assert_eq!(s.history(None, 1).unwrap().len(), 1);
+    }
+
+    /// A running job's claim is on disk until the job leaves it, and never in its ad.
+    #[test]
+    fn a_running_jobs_claim_is_kept_until_it_leaves_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let on = |c: &str| RunningOn {
+            slot: "slot1@exec".into(),
+            claim_id: c.into(),
+            startd_addr: "<127.0.0.1:9618>".into(),
+        };
+        let (a, b, c) = (JobId::new(1, 0), JobId::new(1, 1), JobId::new(2, 0));
+        {
+            let (mut s, _) = Store::open(dir.path()).unwrap();
+            s.commit(&[
+                Change::Put(a, job(1, 0, 2)),
+                Change::RunsOn(a, on("A")),
+                Change::Put(b, job(1, 1, 2)),
+                Change::RunsOn(b, on("B")),
+                Change::Put(c, job(2, 0, 2)),
+                Change::RunsOn(c, on("C")),
+            ])
+            .unwrap();
+            // b is idle again, c finished: their claims go with that.
+            s.commit(&[
+                Change::Put(b, job(1, 1, 1)),
+                Change::Finish(c, job(2, 0, 4)),
+            ])
+            .unwrap();
+        }
+        let (_, l) = Store::open(dir.path()).unwrap();
+        assert_eq!(l.runs, vec![(a, on("A"))]);
+        assert!(l.jobs.iter().all(|j| j.lookup("ClaimId").is_none()));
     }
 
     #[test]
