@@ -14,6 +14,7 @@
 //! * a lost access point (`kill -9`): the node drops the claim once its lease passes, kills
 //!   the job and the slot is Unclaimed again;
 //! * a job that requests no memory runs, held to its dynamic slot's memory;
+//! * a job suspended by the policy dies with its killed execute node;
 //! * an access point killed and started again ends the runs it cannot follow, and its jobs
 //!   run again at once rather than after their leases.
 //!
@@ -209,6 +210,41 @@ impl Pool {
         })
         .await;
         r.unwrap_or_else(|e| panic!("{}: {e}\n{}", self.watched, self.logs()))
+    }
+
+    /// Submits a job (`NAME.sh`, run as nobody) that writes its pid where it may and sleeps,
+    /// with the extra submit commands `extra`; once it runs: its cluster id and its pid.
+    async fn pid_job(&self, name: &str, extra: &str) -> (i64, i32) {
+        let dropbox = self.path().join("dropbox");
+        std::fs::create_dir_all(&dropbox).expect("mkdir");
+        std::fs::set_permissions(&dropbox, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let pid_file = dropbox.join(format!("{name}.pid"));
+        let script = self.path().join(format!("{name}.sh"));
+        let text = format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 300\n",
+            pid_file.display()
+        );
+        std::fs::write(&script, text).expect("write the job's script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let desc = format!(
+            "executable = {name}.sh\ninitialdir = {}\noutput = {name}.out\nrequest_memory = 64\n\
+             {extra}\nqueue\n",
+            self.path().display()
+        );
+        let job = self
+            .ap
+            .submit(CMCTL, &self.cms, self.path(), name, &desc)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        self.running(job, name).await;
+        let pid: i32 = poll("the job's pid file", || async {
+            Ok(std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok()))
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", self.logs()));
+        assert!(Path::new(&format!("/proc/{pid}")).exists());
+        (job, pid)
     }
 
     /// `cmctl ARGS` against the CM; fails the test unless it exits 0.
@@ -502,35 +538,7 @@ async fn a_restarted_access_point_ends_its_old_runs_and_runs_the_jobs_again_at_o
 async fn a_lost_access_points_claim_is_released_when_its_lease_passes_and_its_job_killed() {
     // The access point renews every second; the job's lease is 6 s.
     let mut p = Pool::start("", "", "ALIVE_INTERVAL = 1\n").await;
-    // The job, run as nobody, writes its pid where it may.
-    let dropbox = p.path().join("dropbox");
-    std::fs::create_dir(&dropbox).expect("mkdir");
-    std::fs::set_permissions(&dropbox, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    let pid_file = dropbox.join("job.pid");
-    let script = p.path().join("job.sh");
-    let text = format!(
-        "#!/bin/sh\necho $$ > {}\nexec sleep 300\n",
-        pid_file.display()
-    );
-    std::fs::write(&script, text).expect("write job.sh");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let desc = format!(
-        "executable = job.sh\ninitialdir = {}\noutput = lost.out\nrequest_memory = 64\n\
-         job_lease_duration = 6\nqueue\n",
-        p.path().display()
-    );
-    let job =
-        p.ap.submit(CMCTL, &p.cms, p.path(), "lost", &desc)
-            .unwrap_or_else(|e| panic!("{e:#}"));
-    p.running(job, "only").await;
-    let pid: i32 = poll("the job's pid file", || async {
-        Ok(std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok()))
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", p.logs()));
-    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    let (_, pid) = p.pid_job("lost", "job_lease_duration = 6").await;
 
     p.ap.daemon.kill();
     let killed_at = Instant::now();
@@ -555,6 +563,43 @@ async fn a_lost_access_points_claim_is_released_when_its_lease_passes_and_its_jo
         "no lease expiry logged:\n{}",
         tail(&log)
     );
+}
+
+/// A job suspended by the startd policy (`SUSPEND`) when its execute node is killed
+/// (`kill -9`) dies with the node. Its guard, stopped with the job's process group, could not
+/// kill it, and the stopped job stayed behind for good; the guard is now continued at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_job_dies_with_its_killed_execute_node() {
+    let exec = "WANT_SUSPEND = True\nSUSPEND = (time() - JobStart) > 1\nCONTINUE = False\n\
+                PREEMPT = False\nKILL = False\n";
+    let mut p = Pool::start("", exec, "").await;
+    let (_, pid) = p.pid_job("stopped", "").await;
+    p.wait_slot("the slot suspending the job", |s, a| {
+        s == "Claimed" && a == "Suspended"
+    })
+    .await;
+    let state = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|t| {
+                t.rsplit(')')
+                    .next()?
+                    .split_whitespace()
+                    .next()
+                    .map(str::to_string)
+            })
+    };
+    poll("the job stopped", || async {
+        Ok((state().as_deref() == Some("T")).then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", p.logs()));
+    p.exec.daemon.kill();
+    poll("the suspended job gone with its node", || async {
+        Ok(matches!(state().as_deref(), None | Some("Z") | Some("X")).then_some(()))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: state {:?}\n{}", state(), p.logs()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -410,9 +410,18 @@ impl JobProcess {
         }
     }
 
-    /// Suspends the job (SIGSTOP to its group).
+    /// Suspends the job (SIGSTOP to its group). A guard, stopped with the group, is continued
+    /// at once: stopped, it could not kill the job if the node died while the job is
+    /// suspended, and the job would stay stopped, an orphan, for good.
     pub fn suspend(&self) -> io::Result<bool> {
-        self.signal(Signal::SIGSTOP, Some(true))
+        let stopped = self.signal(Signal::SIGSTOP, Some(true))?;
+        if stopped && self.heartbeat.is_some() {
+            match nix::sys::signal::kill(self.pid, Signal::SIGCONT) {
+                Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(stopped)
     }
 
     /// Continues a suspended job (SIGCONT to its group).

@@ -355,27 +355,31 @@ async fn the_whole_process_group_dies() {
 #[tokio::test]
 async fn suspend_and_continue_the_group() {
     let exec = execute_dir();
-    let job = sh("sleep 1000 & echo $! > grandchild; wait");
+    let job = sh("echo $$ > shell; sleep 1000 & echo $! > grandchild; wait");
     let running = starter(exec.path())
         .prepare("pause", job, MemoryLimits::default())
         .unwrap()
         .start()
         .unwrap();
     let grandchild: u32 = file_written(&running, "grandchild").await.parse().unwrap();
-    let pid = running.process().pid();
+    let shell: u32 = file_written(&running, "shell").await.parse().unwrap();
+    let guard = running.process().pid();
+    assert_ne!(guard, shell, "the job runs under its guard");
     assert!(running.process().suspend().unwrap());
-    poll_until("both stopped", || {
-        proc_state(pid) == Some('T') && proc_state(grandchild) == Some('T')
+    poll_until("the job's processes stopped", || {
+        proc_state(shell) == Some('T') && proc_state(grandchild) == Some('T')
     })
     .await;
+    // The guard is not left stopped: it must still kill the job if the node dies.
+    poll_until("the guard running", || proc_state(guard) != Some('T')).await;
     assert!(running.process().resume().unwrap());
     poll_until("both running again", || {
-        proc_state(pid) != Some('T') && proc_state(grandchild) != Some('T')
+        proc_state(shell) != Some('T') && proc_state(grandchild) != Some('T')
     })
     .await;
     // A suspended job still leaves on its KillSig: it is continued after the signal.
     running.process().suspend().unwrap();
-    poll_until("stopped", || proc_state(pid) == Some('T')).await;
+    poll_until("stopped", || proc_state(shell) == Some('T')).await;
     running.process().soft_kill().unwrap();
     let report = within("exit", running.process().wait()).await;
     assert_eq!(report.outcome, signaled(Signal::SIGTERM));
