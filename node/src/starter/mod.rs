@@ -87,6 +87,8 @@ pub struct RunningJob {
     process: JobProcess,
     sandbox: Sandbox,
     transfer_output: Option<Vec<String>>,
+    /// The job's standard output and error files in the sandbox, always sent back.
+    std_files: Vec<String>,
 }
 
 impl Starter {
@@ -133,6 +135,20 @@ impl Starter {
             sandbox,
         })
     }
+}
+
+/// The job's standard output and error files in the sandbox (one name when they are the
+/// same file).
+fn std_files(job: &JobDescription) -> Vec<String> {
+    let mut names: Vec<String> = job.stdout.iter().cloned().collect();
+    if let Some(err) = job
+        .stderr
+        .as_ref()
+        .filter(|e| job.stdout.as_ref() != Some(*e))
+    {
+        names.push(err.clone());
+    }
+    names
 }
 
 /// Opens a standard output file in the sandbox, owned by the job's account.
@@ -312,6 +328,7 @@ impl PreparedJob {
         Ok(RunningJob {
             process,
             sandbox: self.sandbox,
+            std_files: std_files(&self.job),
             transfer_output: self.job.transfer_output,
         })
     }
@@ -337,7 +354,7 @@ impl RunningJob {
             });
         }
         self.sandbox
-            .collect_outputs(self.transfer_output.as_deref())
+            .collect_outputs(self.transfer_output.as_deref(), &self.std_files)
     }
 
     /// Kills the job if it still runs and removes its sandbox.

@@ -308,12 +308,15 @@ impl Sandbox {
 
     /// The output files, after the job exits: those `transfer_output` names (a directory with
     /// its whole tree; with a trailing `/`, its contents only, at the top), or every file the
-    /// job made or changed when it is `None`.
+    /// job made or changed when it is `None`; and, either way, the `always` ones (the job's
+    /// standard output and error, which HTCondor's starter sends back even when the job
+    /// wrote nothing to them: a user's `error = job.err` is there, empty, after a clean run).
     pub fn collect_outputs(
         &self,
         transfer_output: Option<&[String]>,
+        always: &[String],
     ) -> Result<Vec<OutputFile>, OutputError> {
-        let names: Vec<String> = match transfer_output {
+        let mut names: Vec<String> = match transfer_output {
             Some(names) => names.to_vec(),
             None => self
                 .changed_files()
@@ -322,6 +325,11 @@ impl Sandbox {
                     source,
                 })?,
         };
+        for name in always {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
         let mut out = Vec::new();
         for name in names {
             let Some(dir) = name.strip_suffix('/').filter(|d| !d.is_empty()) else {
@@ -445,12 +453,14 @@ mod tests {
         fs::write(sb.path().join("sub/deep.txt"), b"not scanned").unwrap();
         symlink("/etc/passwd", sb.path().join("link")).unwrap();
 
-        let all = sb.collect_outputs(None).unwrap();
+        let all = sb.collect_outputs(None, &[]).unwrap();
         let names: Vec<&str> = all.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["grown.txt", "new.txt"]);
         assert_eq!(all[1].bytes, b"made");
 
-        let named = sb.collect_outputs(Some(&["same.txt".to_string()])).unwrap();
+        let named = sb
+            .collect_outputs(Some(&["same.txt".to_string()]), &[])
+            .unwrap();
         assert_eq!(
             named,
             [OutputFile {
@@ -461,12 +471,14 @@ mod tests {
         );
 
         let err = sb
-            .collect_outputs(Some(&["absent.dat".to_string()]))
+            .collect_outputs(Some(&["absent.dat".to_string()]), &[])
             .unwrap_err();
         assert!(matches!(&err, OutputError::Missing { name } if name == "absent.dat"));
         assert!(err.to_string().contains("absent.dat"));
         // A link is not sent.
-        let err = sb.collect_outputs(Some(&["link".to_string()])).unwrap_err();
+        let err = sb
+            .collect_outputs(Some(&["link".to_string()]), &[])
+            .unwrap_err();
         assert!(matches!(&err, OutputError::Unreadable { name, .. } if name == "link"));
         assert!(err.to_string().contains("symbolic link"), "{err}");
     }
@@ -512,7 +524,7 @@ mod tests {
         fs::create_dir(sb.path().join("out/empty")).unwrap();
         fs::write(sb.path().join("out/r"), b"r").unwrap();
         fs::write(sb.path().join("out/sub/s"), b"s").unwrap();
-        let got = sb.collect_outputs(Some(&["out".to_string()])).unwrap();
+        let got = sb.collect_outputs(Some(&["out".to_string()]), &[]).unwrap();
         let names: Vec<(&str, bool)> = got.iter().map(|f| (f.name.as_str(), f.directory)).collect();
         assert_eq!(
             names,
@@ -525,12 +537,16 @@ mod tests {
             ]
         );
         assert_eq!(got[4].bytes, b"s");
-        let got = sb.collect_outputs(Some(&["out/".to_string()])).unwrap();
+        let got = sb
+            .collect_outputs(Some(&["out/".to_string()]), &[])
+            .unwrap();
         let names: Vec<&str> = got.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["empty", "r", "sub", "sub/s"]);
         // A link inside an output directory is refused, naming it.
         symlink("/etc/passwd", sb.path().join("out/sub/pw")).unwrap();
-        let err = sb.collect_outputs(Some(&["out".to_string()])).unwrap_err();
+        let err = sb
+            .collect_outputs(Some(&["out".to_string()]), &[])
+            .unwrap_err();
         assert!(err.to_string().contains("out/sub/pw"), "{err}");
     }
 }

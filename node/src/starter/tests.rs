@@ -178,6 +178,30 @@ async fn old_syntax_and_stdout_shared_with_stderr() {
     assert!(!out.contains("CARGO"), "{out}");
 }
 
+/// The standard output and error come back even when the job wrote nothing to them, and
+/// beside a `TransferOutput` that does not name them, as HTCondor's starter sends them: a
+/// user's `error = job.err` is there, empty, after a clean run.
+#[tokio::test]
+async fn standard_files_always_come_back() {
+    let exec = execute_dir();
+    let s = starter(exec.path());
+    let mut job = job_from_ad(
+        r#"[ Cmd = "/bin/sh"; TransferExecutable = false; Owner = "nobody";
+             Arguments = "-c 'echo made > made.txt'"; Out = "out"; Err = "err" ]"#,
+    );
+    for (id, transfer_output) in [("all", None), ("named", Some(vec!["made.txt".into()]))] {
+        job.transfer_output = transfer_output;
+        let (running, report) = run(&s, id, job.clone()).await;
+        assert_eq!(report.outcome, ExitOutcome::Exited(0));
+        let outputs = running.collect_outputs().unwrap();
+        let names: Vec<(&str, usize)> = outputs
+            .iter()
+            .map(|f| (f.name.as_str(), f.bytes.len()))
+            .collect();
+        assert_eq!(names, [("made.txt", 5), ("out", 0), ("err", 0)], "{id}");
+    }
+}
+
 #[tokio::test]
 async fn inputs_in_outputs_back() {
     let exec = execute_dir();
