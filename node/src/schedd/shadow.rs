@@ -674,7 +674,12 @@ impl Schedd {
             .await
             {
                 Ok(r) if !r.ok => break,
-                Ok(_) => {}
+                // This keep-alive renewed the old claim's lease at the node: the job waits
+                // at least that long again, should the run outlast this loop.
+                Ok(_) => {
+                    let until = now_secs().saturating_add(lease);
+                    self.lock().claims.hold_back([id], until);
+                }
                 Err(e) => {
                     tracing::warn!(job = %id, slot = %on.slot, error = %e, "run from before the restart: startd unreachable; the job waits out its lease");
                     return;
