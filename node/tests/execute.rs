@@ -468,7 +468,10 @@ async fn a_directory_tree_goes_into_the_sandbox_and_an_output_directory_comes_ba
             ("data/new", true),
             ("data/sub", true),
             ("data/sub/b", false),
-            ("data/sub/c", false)
+            ("data/sub/c", false),
+            // The standard files come back whatever TransferOutput names, as in HTCondor.
+            ("_condor_stdout", false),
+            ("_condor_stderr", false)
         ]
     );
     assert_eq!(x.outputs[5].data, b"bee");
