@@ -299,7 +299,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
 
     // What only the leader does (the loop runs on every CM and waits for leadership).
     let leader = crate::leader::spawn(crate::leader::Leader::new(
-        leadership,
+        leadership.clone(),
         advertise.clone(),
         admin.state.clone(),
         collector.service.table.clone(),
@@ -319,7 +319,7 @@ async fn serve(args: Args) -> anyhow::Result<i32> {
         watched.push((
             "quick election",
             crate::raft::quick_election::spawn(
-                Leadership::new(raft.clone(), args.id),
+                leadership,
                 heard,
                 Duration::from_millis(knobs.heartbeat_ms),
                 Duration::from_millis(knobs.election_max_ms),

@@ -85,6 +85,15 @@ impl Status {
             .unwrap_or(Status::Idle)
     }
 
+    /// Whether a job in this status has a process on a claim (running, sending its output
+    /// back, or suspended).
+    pub fn has_process(self) -> bool {
+        matches!(
+            self,
+            Status::Running | Status::TransferringOutput | Status::Suspended
+        )
+    }
+
     /// HTCondor's name of the status as condor_q's totals line spells it.
     pub fn name(self) -> &'static str {
         match self {

@@ -752,7 +752,7 @@ impl Queue {
         for (id, ad) in &self.jobs {
             let mut ad = ad.clone();
             match Status::of(&ad) {
-                Status::Running | Status::TransferringOutput | Status::Suspended => {
+                s if s.has_process() => {
                     left_host(&mut ad);
                     set_status(&mut ad, Status::Idle, now);
                     out.push(Change::Put(*id, ad));

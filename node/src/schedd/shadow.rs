@@ -91,6 +91,30 @@ where
         .map_err(|s| format!("startd {addr}: {}", s.message()))
 }
 
+/// Releases the claim `claim_id` on `slot` at the startd at `addr` (HTCondor's
+/// RELEASE_CLAIM).
+async fn release_at(addr: &str, slot: &str, claim_id: &str) -> Result<pb::ReleaseReply, String> {
+    let req = pb::ReleaseRequest {
+        slot: slot.to_string(),
+        claim_id: claim_id.to_string(),
+    };
+    startd_call(addr, |mut c| async move { c.release_claim(req).await }).await
+}
+
+/// Renews the claim `claim_id` on `slot` at the execute node at `addr` (HTCondor's
+/// ALIVE); the reply says whether the node still knows the claim.
+async fn keep_alive_at(
+    addr: &str,
+    slot: &str,
+    claim_id: &str,
+) -> Result<ex::KeepAliveReply, String> {
+    let req = ex::KeepAliveRequest {
+        slot: slot.to_string(),
+        claim_id: claim_id.to_string(),
+    };
+    execute_call(addr, |mut c| async move { c.keep_alive(req).await }).await
+}
+
 /// One call to the Execute service at `addr`; the error names the address.
 async fn execute_call<R, F>(addr: &str, call: impl FnOnce(ExecuteClient) -> F) -> Result<R, String>
 where
@@ -436,15 +460,7 @@ impl Schedd {
         };
         let Some(claim) = claim else { return };
         metrics::claim_released();
-        let req = pb::ReleaseRequest {
-            slot: claim.slot.clone(),
-            claim_id: claim.claim_id.clone(),
-        };
-        let r = startd_call(&claim.startd_addr, |mut c| async move {
-            c.release_claim(req).await
-        })
-        .await;
-        match r {
+        match release_at(&claim.startd_addr, &claim.slot, &claim.claim_id).await {
             Ok(r) if r.ok => tracing::info!(slot = %claim.slot, "claim released"),
             Ok(r) => {
                 tracing::info!(slot = %claim.slot, error = %r.error, "release refused (the claim is gone already)")
@@ -637,25 +653,17 @@ impl Schedd {
     }
 
     async fn end_orphaned_run(self: &Arc<Self>, id: JobId, on: RunningOn) {
-        let release = pb::ReleaseRequest {
-            slot: on.slot.clone(),
-            claim_id: on.claim_id.clone(),
+        let unreachable = |e: String| {
+            tracing::warn!(job = %id, slot = %on.slot, error = %e, "run from before the restart: startd unreachable; the job waits out its lease");
         };
-        let r = startd_call(&on.startd_addr, |mut c| async move {
-            c.release_claim(release).await
-        })
-        .await;
-        match r {
+        match release_at(&on.startd_addr, &on.slot, &on.claim_id).await {
             Ok(r) if r.ok => {
                 tracing::info!(job = %id, slot = %on.slot, "run from before the restart released at its startd")
             }
             Ok(r) => {
                 tracing::info!(job = %id, slot = %on.slot, error = %r.error, "run from before the restart: the claim is gone already")
             }
-            Err(e) => {
-                tracing::warn!(job = %id, slot = %on.slot, error = %e, "run from before the restart: startd unreachable; the job waits out its lease");
-                return;
-            }
+            Err(e) => return unreachable(e),
         }
         // Until the startd no longer knows the claim: the old run is over.
         let lease = self.job_ad(id).map_or(self.alive_lease(), |ad| {
@@ -663,16 +671,7 @@ impl Schedd {
         });
         let give_up = now_secs().saturating_add(lease);
         loop {
-            let req = ex::KeepAliveRequest {
-                slot: on.slot.clone(),
-                claim_id: on.claim_id.clone(),
-            };
-            match execute_call(
-                &on.startd_addr,
-                |mut c| async move { c.keep_alive(req).await },
-            )
-            .await
-            {
+            match keep_alive_at(&on.startd_addr, &on.slot, &on.claim_id).await {
                 Ok(r) if !r.ok => break,
                 // This keep-alive renewed the old claim's lease at the node: the job waits
                 // at least that long again, should the run outlast this loop.
@@ -680,10 +679,7 @@ impl Schedd {
                     let until = now_secs().saturating_add(lease);
                     self.lock().claims.hold_back([id], until);
                 }
-                Err(e) => {
-                    tracing::warn!(job = %id, slot = %on.slot, error = %e, "run from before the restart: startd unreachable; the job waits out its lease");
-                    return;
-                }
+                Err(e) => return unreachable(e),
             }
             if now_secs() >= give_up {
                 return;
@@ -708,16 +704,7 @@ impl Schedd {
     pub async fn keep_alive_once(self: &Arc<Self>) {
         let claims: Vec<Claim> = self.lock().claims.all().cloned().collect();
         for c in claims {
-            let req = ex::KeepAliveRequest {
-                slot: c.slot.clone(),
-                claim_id: c.claim_id.clone(),
-            };
-            let r = execute_call(
-                &c.startd_addr,
-                |mut c| async move { c.keep_alive(req).await },
-            )
-            .await;
-            match r {
+            match keep_alive_at(&c.startd_addr, &c.slot, &c.claim_id).await {
                 Ok(r) if r.ok => {
                     self.lock().claims.alive(&c.claim_id, true, now_secs());
                 }

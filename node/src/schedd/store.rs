@@ -32,12 +32,11 @@ fn claim_key(id: JobId) -> [u8; 17] {
     k
 }
 
-/// Whether a job in this status has a process on a claim.
-fn runs(status: Status) -> bool {
-    matches!(
-        status,
-        Status::Running | Status::TransferringOutput | Status::Suspended
-    )
+/// The job a `j` or `c` key names ([`job_key`]'s inverse).
+fn key_job(k: &[u8]) -> Option<JobId> {
+    let part = |r: std::ops::Range<usize>| Some(i64::from_be_bytes(k.get(r)?.try_into().ok()?));
+    (k.len() == 17).then_some(())?;
+    Some(JobId::new(part(1..9)?, part(9..17)?))
 }
 
 fn history_key(seq: u64) -> [u8; 9] {
@@ -108,10 +107,7 @@ impl Store {
             if k.first() != Some(&b'c') {
                 break;
             }
-            let id = <[u8; 8]>::try_from(&k[1..k.len().min(9)])
-                .ok()
-                .zip(k.get(9..17).and_then(|p| <[u8; 8]>::try_from(p).ok()))
-                .map(|(c, p)| JobId::new(i64::from_be_bytes(c), i64::from_be_bytes(p)));
+            let id = key_job(&k);
             let text = std::str::from_utf8(&v).unwrap_or("");
             let mut lines = text.split('\n');
             let (slot, claim, addr) = (lines.next(), lines.next(), lines.next());
@@ -154,7 +150,7 @@ impl Store {
             match c {
                 Change::Put(id, ad) => {
                     batch.put(job_key(*id), ad.to_old_syntax());
-                    if !runs(Status::of(ad)) {
+                    if !Status::of(ad).has_process() {
                         batch.delete(claim_key(*id));
                     }
                 }
